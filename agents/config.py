@@ -1,0 +1,73 @@
+"""Run configuration: a pydantic model filled from an optional TOML file and CLI flags
+(flags win). Saved as ``config.json`` in the run directory so ``hifo resume`` and
+``hifo show`` know exactly what ran."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+def default_runs_dir() -> Path:
+    return Path(os.environ.get("HIFO_RUNS", "runs"))
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    problem: str
+    model: str = Field(default_factory=lambda: os.environ.get("HIFO_MODEL", "local"))
+    generations: int = Field(4, ge=0, le=10_000)
+    population: int = Field(6, ge=1, le=1000, description="mu: survivors kept per generation")
+    offspring: int | None = Field(None, ge=1, le=1000, description="LLM offspring per generation (default: population)")
+    init_samples: int | None = Field(None, ge=0, description="LLM samples for the initial population (default: population)")
+    hyper_lambda: int = Field(4, ge=0, le=100, description="constant-tuning variants per generation at full weight")
+    max_evaluations: int | None = Field(None, ge=1)
+    max_cost: float | None = Field(None, ge=0)
+    max_calls: int | None = Field(None, ge=1)
+    max_wall_s: float | None = Field(None, gt=0)
+    seed: int = 0
+    temperature: float = Field(1.0, ge=0, le=2)
+    max_tokens: int = Field(384, ge=16, le=8192)
+    train_set: str | None = None
+    test_set: str | None = None
+    workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
+    recall_k: int = Field(5, ge=0, le=50)
+    cross_problem: bool = True
+    distill: bool = True
+    kb: str | None = None
+    run_dir: str | None = None
+    record: str | None = Field(None, description="write a replay cassette of every model call here")
+    llm_cache: bool = True
+
+    @field_validator("problem")
+    @classmethod
+    def _problem(cls, v: str) -> str:
+        if not v or not v.replace("_", "").replace("-", "").isalnum():
+            raise ValueError(f"invalid problem name {v!r}")
+        return v
+
+    @property
+    def n_offspring(self) -> int:
+        return self.offspring or self.population
+
+    @property
+    def n_init(self) -> int:
+        return self.population if self.init_samples is None else self.init_samples
+
+
+def load_config(path: str | Path | None, overrides: dict[str, Any]) -> RunConfig:
+    data: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.exists():
+            raise FileNotFoundError(f"config file {p} does not exist")
+        with p.open("rb") as fh:
+            data = tomllib.load(fh)
+        data = data.get("run", data)
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    return RunConfig(**data)

@@ -1,0 +1,176 @@
+"""Prompt rendering from the template files in ``agents/prompts/``.
+
+Two styles: ``chat`` (instruction-tuned models: EoH/HiFo wording, one file per operator)
+and ``completion`` (base models such as the embedded Gemma 3 270M: a Python file of
+versioned functions — FunSearch style — ending with the header and docstring of the next
+version, which the model continues). Templates use ``string.Template`` ``$name``
+placeholders so code braces need no escaping.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from string import Template
+from typing import Any, Sequence
+
+PROMPT_DIR = Path(__file__).parent / "prompts"
+LLM_OPERATORS = ("i1", "e1", "e2", "m1", "m2", "m3")
+N_PARENTS = {"i1": 0, "e1": 2, "e2": 2, "m1": 1, "m2": 1, "m3": 1}
+
+
+@lru_cache(maxsize=None)
+def load_template(style: str, name: str) -> Template:
+    path = PROMPT_DIR / style / f"{name}.txt"
+    if not path.exists():
+        raise FileNotFoundError(f"no prompt template {style}/{name}.txt in {PROMPT_DIR}")
+    return Template(path.read_text())
+
+
+@dataclass(frozen=True)
+class ParentView:
+    code: str
+    thought: str
+    objective: float | None
+    fitness: float
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    operator: str
+    style: str
+    messages: list[dict[str, str]]
+    prefix: str  # completion style: the tail the reply continues (for code extraction)
+    stop: list[str]
+
+
+def _score_text(p: ParentView, metric: str, direction: str) -> str:
+    if p.objective is None or not math.isfinite(p.fitness):
+        return "failed"
+    better = "lower" if direction == "minimize" else "higher"
+    return f"{metric} = {p.objective:.6g} ({better} is better)"
+
+
+def _rename(code: str, entry: str, new: str) -> str:
+    return code.replace(f"def {entry}(", f"def {new}(", 1)
+
+
+def _strip_imports(code: str) -> str:
+    return "\n".join(ln for ln in code.splitlines()
+                     if not ln.startswith(("import ", "from "))).strip("\n")
+
+
+def render_operator(
+    style: str,
+    operator: str,
+    *,
+    evaluator: Any,
+    parents: Sequence[ParentView],
+    principles: Sequence[str],
+    directive: str,
+) -> RenderedPrompt:
+    """Build the prompt of one LLM operator (``i1``, ``e1``, ``e2``, ``m1``, ``m2``, ``m3``)."""
+    if operator not in LLM_OPERATORS:
+        raise ValueError(f"unknown operator {operator!r}; known: {', '.join(LLM_OPERATORS)}")
+    tpl = evaluator.template
+    entry = tpl.name
+    metric, direction = evaluator.primary_metric, evaluator.direction
+    if style == "chat":
+        parents_block = ""
+        for i, p in enumerate(parents, 1):
+            parents_block += (f"No.{i} heuristic: {p.thought or '(no description)'}\n"
+                              f"Score: {_score_text(p, metric, direction)}\n```python\n{p.code.strip()}\n```\n\n")
+        principles_block = ""
+        if principles:
+            principles_block = "Design principles that helped on this and related tasks:\n" + \
+                "".join(f"- {t}\n" for t in principles) + "\n"
+        directive_block = f"Search directive: {directive}\n\n" if directive else ""
+        op_text = load_template("chat", operator).substitute(n_parents=len(parents)).strip()
+        header = tpl.render(body="    ...").rstrip()
+        text = load_template("chat", "common").substitute(
+            task=evaluator.description.strip(), principles_block=principles_block,
+            directive_block=directive_block, operator_text=op_text, parents_block=parents_block,
+            header=header)
+        return RenderedPrompt(operator, style, [{"role": "user", "content": text}], "", [])
+    if style != "completion":
+        raise ValueError(f"unknown prompt style {style!r}")
+    # Completion style: versions v0..v{k-1} are the parents (the baseline for i1), worst
+    # first so the best sits right above the function the model writes.
+    shown = list(parents) or [ParentView(tpl.baseline_source(), "baseline", None, -math.inf)]
+    shown = sorted(shown, key=lambda p: p.fitness)
+    blocks = []
+    for i, p in enumerate(shown):
+        body = _rename(_strip_imports(p.code), entry, f"{entry}_v{i}")
+        blocks.append(f"# score: {_score_text(p, metric, direction)}\n{body}\n")
+    last = len(shown) - 1
+    doc = load_template("completion", operator).substitute(entry=entry, last=last).strip()
+    next_name = f"{entry}_v{len(shown)}"
+    sig = tpl.signature.replace(f"def {entry}(", f"def {next_name}(", 1)
+    next_def = f'{sig}\n    """{doc}\n\n' + textwrap.indent(tpl.docstring.strip(), "    ") + '\n    """\n'
+    principles_comments = "".join(f"# - {t}\n" for t in principles).rstrip("\n") or "# (none yet)"
+    text = load_template("completion", "frame").substitute(
+        task_comment=evaluator.description.strip().replace('"""', "'''"),
+        principles_comments=principles_comments, directive=directive or "(none)",
+        imports=tpl.imports, parents_code="\n\n".join(blocks), next_def=next_def)
+    stop = ["\ndef ", "\nclass ", "\n#", "\nif __name__", "\n@", '\n"""', "\nprint("]
+    return RenderedPrompt(operator, style, [{"role": "prompt", "content": text}], next_def, stop)
+
+
+def render_distill(
+    style: str, *, evaluator: Any, elites: Sequence[ParentView], weak: Sequence[tuple[str, str]],
+    n_principles: int = 3,
+) -> RenderedPrompt:
+    """Prompt asking the model for design principles. ``weak`` is (code, reason) pairs."""
+    metric, direction = evaluator.primary_metric, evaluator.direction
+    if style == "chat":
+        elites_block = "".join(f"Score: {_score_text(p, metric, direction)}\n```python\n{p.code.strip()}\n```\n\n"
+                               for p in elites)
+        weak_block = "".join(f"Outcome: {why}\n```python\n{code.strip()}\n```\n\n" for code, why in weak)
+        text = load_template("chat", "distill").substitute(
+            task=evaluator.description.strip(), elites_block=elites_block,
+            weak_block=weak_block, n_principles=n_principles)
+        return RenderedPrompt("distill", style, [{"role": "user", "content": text}], "", [])
+    entry = evaluator.template.name
+    elites_code = "".join(f"# good, {_score_text(p, metric, direction)}\n"
+                          f"{_rename(_strip_imports(p.code), entry, f'{entry}_good{i}')}\n\n"
+                          for i, p in enumerate(elites))
+    weak_code = "".join(f"# bad: {why[:120]}\n{_rename(_strip_imports(code), entry, f'{entry}_bad{i}')}\n\n"
+                        for i, (code, why) in enumerate(weak))
+    text = load_template("completion", "distill").substitute(
+        task_comment=evaluator.description.strip().replace('"""', "'''"),
+        elites_code=elites_code, weak_code=weak_code)
+    return RenderedPrompt("distill", style, [{"role": "prompt", "content": text}], "# 1.",
+                          ["\ndef ", "\n\n\n", "\nimport "])
+
+
+def parse_principles(reply: str, prefix: str = "", limit: int = 5) -> list[str]:
+    """Pull principle sentences out of a reply ("- ..." / "1. ..." / "# 2. ..." lines).
+
+    Lines that look like code, are too short or too long, or have few letters are dropped:
+    a small model's noise must not pollute the knowledge base.
+    """
+    import re
+
+    text = (prefix + reply) if prefix else reply
+    out: list[str] = []
+    for raw in text.splitlines():
+        line = raw.strip().lstrip("#").strip()
+        m = re.match(r"^(?:[-*•]|\d+[.)])\s+(.*)$", line)
+        if not m:
+            continue
+        s = " ".join(m.group(1).split()).strip()
+        letters = sum(c.isalpha() for c in s)
+        if not (25 <= len(s) <= 300) or letters < 0.6 * len(s):
+            continue
+        if re.search(r"(\bdef |\breturn\b|==|\bnp\.\w+\(|\)\s*:$|;\s*$)", s):
+            continue
+        if len(set(s.lower().split())) < 5:
+            continue
+        if s not in out:
+            out.append(s)
+        if len(out) >= limit:
+            break
+    return out

@@ -1,0 +1,186 @@
+"""The run's own SQLite store: candidates (code, lineage, operator, regime, prompt, usage,
+score), prompts, foresight decisions and events. The LangGraph state only carries ids and
+small numbers; everything else lives here, committed as soon as it is known, so a killed
+run loses at most the evaluations in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS candidates (
+    id TEXT PRIMARY KEY, generation INTEGER NOT NULL, operator TEXT NOT NULL, regime TEXT,
+    parents TEXT NOT NULL DEFAULT '[]', code TEXT NOT NULL, code_hash TEXT, thought TEXT,
+    principle_ids TEXT NOT NULL DEFAULT '[]', prompt_id TEXT, usage TEXT,
+    status TEXT NOT NULL,            -- pending | evaluated | invalid | duplicate
+    feasible INTEGER, fitness REAL, objective REAL, metrics TEXT, per_instance TEXT,
+    error TEXT, wall_s REAL, created_at REAL NOT NULL, evaluated_at REAL
+);
+CREATE INDEX IF NOT EXISTS cand_gen ON candidates(generation);
+CREATE INDEX IF NOT EXISTS cand_hash ON candidates(code_hash);
+CREATE TABLE IF NOT EXISTS prompts (
+    id TEXT PRIMARY KEY, generation INTEGER, operator TEXT, messages TEXT NOT NULL,
+    principle_ids TEXT NOT NULL DEFAULT '[]', reply TEXT, usage TEXT, created_at REAL
+);
+CREATE TABLE IF NOT EXISTS foresight (
+    generation INTEGER PRIMARY KEY, regime TEXT, directive TEXT, reason TEXT, weights TEXT, numbers TEXT
+);
+CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL, kind TEXT, data TEXT);
+CREATE TABLE IF NOT EXISTS markers (key TEXT PRIMARY KEY, value TEXT);
+"""
+
+
+@dataclass
+class CandidateRow:
+    id: str
+    generation: int
+    operator: str
+    regime: str | None
+    parents: list[str]
+    code: str
+    code_hash: str | None
+    thought: str
+    principle_ids: list[int]
+    status: str
+    feasible: bool | None = None
+    fitness: float | None = None
+    objective: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    per_instance: list[dict[str, float]] = field(default_factory=list)
+    error: str | None = None
+    wall_s: float | None = None
+    prompt_id: str | None = None
+    usage: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "evaluated" and bool(self.feasible) and self.fitness is not None
+
+
+def _j(x: Any) -> str:
+    return json.dumps(x, sort_keys=True)
+
+
+class RunStore:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+        self.db.row_factory = sqlite3.Row
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ---- meta / markers ------------------------------------------------------------
+    def set_meta(self, key: str, value: Any) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, _j(value)))
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    def mark(self, key: str, value: Any = True) -> None:
+        self.db.execute("INSERT OR REPLACE INTO markers VALUES (?, ?)", (key, _j(value)))
+
+    def marker(self, key: str) -> Any:
+        row = self.db.execute("SELECT value FROM markers WHERE key=?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    # ---- candidates --------------------------------------------------------------------
+    def add_candidate(self, *, generation: int, operator: str, code: str, code_hash: str | None,
+                      parents: Iterable[str] = (), regime: str | None = None, thought: str = "",
+                      principle_ids: Iterable[int] = (), prompt_id: str | None = None,
+                      usage: dict | None = None, status: str = "pending", error: str | None = None,
+                      cid: str | None = None) -> str:
+        cid = cid or uuid.uuid4().hex[:12]
+        self.db.execute(
+            "INSERT INTO candidates (id, generation, operator, regime, parents, code, code_hash, thought,"
+            " principle_ids, prompt_id, usage, status, error, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (cid, generation, operator, regime, _j(list(parents)), code, code_hash, thought,
+             _j(list(principle_ids)), prompt_id, _j(usage or {}), status, error, time.time()))
+        return cid
+
+    def record_score(self, cid: str, score: dict[str, Any]) -> None:
+        self.db.execute(
+            "UPDATE candidates SET status='evaluated', feasible=?, fitness=?, objective=?, metrics=?,"
+            " per_instance=?, error=?, wall_s=?, evaluated_at=? WHERE id=?",
+            (int(bool(score["feasible"])), score.get("fitness"), score.get("objective"),
+             _j(score.get("metrics") or {}), _j(score.get("per_instance") or []), score.get("error"),
+             score.get("wall_s"), time.time(), cid))
+
+    def _row(self, r: sqlite3.Row) -> CandidateRow:
+        return CandidateRow(
+            id=r["id"], generation=r["generation"], operator=r["operator"], regime=r["regime"],
+            parents=json.loads(r["parents"]), code=r["code"], code_hash=r["code_hash"],
+            thought=r["thought"] or "", principle_ids=json.loads(r["principle_ids"]), status=r["status"],
+            feasible=None if r["feasible"] is None else bool(r["feasible"]), fitness=r["fitness"],
+            objective=r["objective"], metrics=json.loads(r["metrics"] or "{}"),
+            per_instance=json.loads(r["per_instance"] or "[]"), error=r["error"], wall_s=r["wall_s"],
+            prompt_id=r["prompt_id"], usage=json.loads(r["usage"] or "{}"))
+
+    def candidate(self, cid: str) -> CandidateRow:
+        r = self.db.execute("SELECT * FROM candidates WHERE id=?", (cid,)).fetchone()
+        if r is None:
+            raise KeyError(f"no candidate {cid!r}")
+        return self._row(r)
+
+    def candidates(self, where: str = "1=1", args: tuple = (), order: str = "created_at") -> list[CandidateRow]:
+        rows = self.db.execute(f"SELECT * FROM candidates WHERE {where} ORDER BY {order}", args).fetchall()
+        return [self._row(r) for r in rows]
+
+    def pending(self) -> list[CandidateRow]:
+        return self.candidates("status='pending'")
+
+    def has_hash(self, code_hash: str) -> bool:
+        return self.db.execute("SELECT 1 FROM candidates WHERE code_hash=? AND status IN"
+                               " ('pending','evaluated') LIMIT 1", (code_hash,)).fetchone() is not None
+
+    def delete_pending(self, generation: int) -> int:
+        return self.db.execute("DELETE FROM candidates WHERE generation=? AND status='pending'",
+                               (generation,)).rowcount
+
+    def count_evaluated(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM candidates WHERE status='evaluated'").fetchone()[0]
+
+    # ---- prompts, foresight, events ------------------------------------------------------
+    def add_prompt(self, *, generation: int, operator: str, messages: list[dict], principle_ids: list[int],
+                   reply: str | None, usage: dict | None) -> str:
+        pid = uuid.uuid4().hex[:12]
+        self.db.execute("INSERT INTO prompts VALUES (?,?,?,?,?,?,?,?)",
+                        (pid, generation, operator, _j(messages), _j(principle_ids), reply, _j(usage or {}),
+                         time.time()))
+        return pid
+
+    def prompts(self, generation: int | None = None) -> list[dict[str, Any]]:
+        q, a = ("SELECT * FROM prompts WHERE generation=? ORDER BY created_at", (generation,)) \
+            if generation is not None else ("SELECT * FROM prompts ORDER BY created_at", ())
+        return [{**dict(r), "messages": json.loads(r["messages"]), "principle_ids": json.loads(r["principle_ids"]),
+                 "usage": json.loads(r["usage"] or "{}")} for r in self.db.execute(q, a).fetchall()]
+
+    def add_foresight(self, d: dict[str, Any]) -> None:
+        self.db.execute("INSERT OR REPLACE INTO foresight VALUES (?,?,?,?,?,?)",
+                        (d["generation"], d["regime"], d["directive"], d["reason"], _j(d["weights"]),
+                         _j(d["numbers"])))
+
+    def foresight(self) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM foresight ORDER BY generation").fetchall()
+        return [{**dict(r), "weights": json.loads(r["weights"]), "numbers": json.loads(r["numbers"])} for r in rows]
+
+    def event(self, kind: str, **data: Any) -> None:
+        self.db.execute("INSERT INTO events (ts, kind, data) VALUES (?,?,?)", (time.time(), kind, _j(data)))
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        q = "SELECT * FROM events" + (" WHERE kind=?" if kind else "") + " ORDER BY id"
+        return [{"ts": r["ts"], "kind": r["kind"], **json.loads(r["data"])}
+                for r in self.db.execute(q, (kind,) if kind else ()).fetchall()]

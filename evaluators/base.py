@@ -1,0 +1,187 @@
+"""The evaluator contract: the plug-in API between the agent and a problem.
+
+An evaluator splits its work between untrusted and trusted code:
+
+* :meth:`Evaluator.solve` runs **inside the sandbox**, in a child process, with the
+  candidate heuristic. It must be a ``staticmethod`` (or classmethod) that depends only on
+  its arguments, and it returns a JSON-serialisable solution (lists, numbers, strings).
+* :meth:`Evaluator.score` runs **in the trusted parent**. It receives the instance and the
+  solution the child sent back, checks feasibility itself and computes the metrics from the
+  solution alone. A candidate can therefore never report its own fitness.
+
+Instances are produced on the trusted side by :meth:`Evaluator.load_instances` and must be
+picklable (they travel parent -> child only; nothing is ever unpickled from the child).
+
+A user's evaluator is a subclass of :class:`Evaluator` in their own package, registered
+under the entry-point group ``hifo.evaluators``::
+
+    [project.entry-points."hifo.evaluators"]
+    my_problem = "my_pkg.my_module:MyEvaluator"
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+Direction = Literal["minimize", "maximize"]
+
+
+class InfeasibleSolution(ValueError):
+    """Raised by :meth:`Evaluator.score` when a returned solution violates the problem."""
+
+
+@dataclass(frozen=True)
+class FunctionTemplate:
+    """The heuristic slot: what the candidate must define.
+
+    ``imports`` are lines prepended to the candidate when it is executed (and shown to the
+    model); ``signature`` is the ``def`` line; ``docstring`` describes inputs/outputs;
+    ``baseline_body`` is an indented body that makes a valid baseline heuristic.
+    """
+
+    name: str
+    signature: str
+    docstring: str
+    baseline_body: str
+    imports: str = "import numpy as np"
+
+    def render(self, body: str | None = None, name: str | None = None) -> str:
+        """Full source of a function with this template's header and ``body``."""
+        sig = self.signature
+        if name is not None and name != self.name:
+            sig = sig.replace(f"def {self.name}(", f"def {name}(", 1)
+        doc = '    """' + self.docstring.strip().replace("\n", "\n    ") + '\n    """\n'
+        return f"{sig}\n{doc}{body if body is not None else self.baseline_body}".rstrip() + "\n"
+
+    def baseline_source(self) -> str:
+        return f"{self.imports}\n\n\n{self.render()}"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-candidate resource limits applied by the sandbox."""
+
+    timeout_s: float = 30.0  # wall clock for one candidate on a whole instance set
+    cpu_s: int = 60
+    memory_mb: int = 2048  # address-space limit (RLIMIT_AS)
+    max_output_bytes: int = 64 * 1024
+    max_solution_bytes: int = 32 * 1024 * 1024
+
+
+@dataclass
+class Score:
+    """The outcome of evaluating one candidate on one instance set.
+
+    ``fitness`` is always *higher is better* (the primary metric, negated when the
+    evaluator minimises) so selection code never needs to know the direction.
+    ``objective`` is the primary metric in the evaluator's own units and direction.
+    """
+
+    feasible: bool
+    fitness: float = -math.inf
+    objective: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    per_instance: list[dict[str, float]] = field(default_factory=list)
+    error: str | None = None
+    wall_s: float = 0.0
+    stdout: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "feasible": self.feasible,
+            "fitness": None if not math.isfinite(self.fitness) else self.fitness,
+            "objective": self.objective,
+            "metrics": self.metrics,
+            "per_instance": self.per_instance,
+            "error": self.error,
+            "wall_s": self.wall_s,
+            "stdout": self.stdout,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Score":
+        fit = d.get("fitness")
+        return cls(
+            feasible=bool(d["feasible"]),
+            fitness=-math.inf if fit is None else float(fit),
+            objective=d.get("objective"),
+            metrics=dict(d.get("metrics") or {}),
+            per_instance=list(d.get("per_instance") or []),
+            error=d.get("error"),
+            wall_s=float(d.get("wall_s") or 0.0),
+            stdout=d.get("stdout") or "",
+        )
+
+    @classmethod
+    def failed(cls, reason: str, wall_s: float = 0.0, stdout: str = "") -> "Score":
+        return cls(feasible=False, error=reason, wall_s=wall_s, stdout=stdout)
+
+
+class Evaluator(ABC):
+    """Base class of every problem evaluator. Subclasses set the class attributes and
+    implement :meth:`load_instances`, :meth:`solve` and :meth:`score`."""
+
+    name: str = ""
+    description: str = ""  # the task as told to the model
+    direction: Direction = "minimize"
+    primary_metric: str = ""
+    template: FunctionTemplate
+    instance_sets: tuple[str, ...] = ("train", "test")
+    default_train_set: str = "train"
+    default_test_set: str = "test"
+    limits: Limits = Limits()
+    # name -> full source of a reference heuristic (imports + function)
+    baselines: dict[str, str] = {}
+    # name -> {instance set -> {metric -> value it should reach}}
+    reference_figures: dict[str, dict[str, dict[str, float]]] = {}
+    tags: tuple[str, ...] = ()
+
+    # ---- trusted side -------------------------------------------------------------
+    @abstractmethod
+    def load_instances(self, instance_set: str) -> list[Any]:
+        """Picklable instances of a named set. Raise ``KeyError`` for an unknown set."""
+
+    @abstractmethod
+    def score(self, instance: Any, solution: Any) -> dict[str, float]:
+        """Check ``solution`` against ``instance`` and return per-instance metrics.
+
+        Raise :class:`InfeasibleSolution` with a readable reason when it is infeasible.
+        """
+
+    def aggregate(self, per_instance: list[dict[str, float]]) -> dict[str, float]:
+        """Combine per-instance metrics (default: the mean of each metric)."""
+        keys = per_instance[0].keys() if per_instance else ()
+        return {k: float(sum(m[k] for m in per_instance) / len(per_instance)) for k in keys}
+
+    def fitness(self, metrics: dict[str, float]) -> float:
+        value = float(metrics[self.primary_metric])
+        return -value if self.direction == "minimize" else value
+
+    # ---- untrusted side (runs in the sandbox) ----------------------------------
+    @staticmethod
+    @abstractmethod
+    def solve(heuristic: Callable[..., Any], instance: Any) -> Any:
+        """Run the algorithm with ``heuristic`` in its slot; return a JSON-able solution."""
+
+    # ---- helpers -------------------------------------------------------------------
+    @classmethod
+    def entry_point(cls) -> str:
+        """``module:Class`` path the sandbox child imports to find :meth:`solve`."""
+        return f"{cls.__module__}:{cls.__qualname__}"
+
+    def baseline_source(self) -> str:
+        return self.template.baseline_source()
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "direction": self.direction,
+            "primary_metric": self.primary_metric,
+            "instance_sets": list(self.instance_sets),
+            "entry": self.template.name,
+            "baselines": sorted(self.baselines),
+        }
