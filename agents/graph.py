@@ -1,0 +1,189 @@
+"""The LangGraph state graph of a HiFo search, and the functions that start and resume it.
+
+    START -> seed -> foresight -> recall -> propose -> evaluate -> select -> distill
+                        ^                                                     |
+                        +------------------- continue ------------------------+-- end --> report -> END
+
+Checkpoints go to ``RUN_DIR/checkpoints.sqlite`` (LangGraph ``SqliteSaver``) after every
+node; candidates and scores go to ``RUN_DIR/run.sqlite`` as soon as they exist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+from agents.config import RunConfig, default_runs_dir
+from agents.rundb import RunStore
+from agents.search import RunState, Runtime, SearchNodes
+
+
+class RunError(RuntimeError):
+    """A run could not be started or resumed (bad problem, missing run directory, ...)."""
+
+
+def _report_node(nodes: SearchNodes) -> Callable[[RunState], RunState]:
+    def report(state: RunState) -> RunState:
+        rt = nodes.rt
+        store = rt.store
+        pop = [store.candidate(i) for i in state.get("population", [])]
+        summary: dict[str, Any] = {
+            "run_id": rt.run_id, "problem": rt.evaluator.name, "model": rt.config.model,
+            "generations": state.get("generation", 0), "evaluations": store.count_evaluated(),
+            "stop_reason": store.get_meta("stop_reason"), "train_set": rt.scorer.instance_set,
+            "primary_metric": rt.evaluator.primary_metric, "direction": rt.evaluator.direction,
+        }
+        usage = rt.client.usage if hasattr(rt.client, "usage") else None
+        if usage is not None:
+            summary["model_usage"] = {k: getattr(usage, k) for k in
+                                      ("calls", "completions", "prompt_tokens", "completion_tokens", "cost_usd",
+                                       "cache_hits") if hasattr(usage, k)}
+        base = [c for c in store.candidates("operator='baseline' AND status='evaluated'") if c.ok]
+        summary["baselines"] = {c.thought: c.objective for c in base}
+        if pop:
+            best = pop[0]
+            summary["best"] = {"id": best.id, "generation": best.generation, "operator": best.operator,
+                               "objective": best.objective, "metrics": best.metrics}
+            test_set = rt.config.test_set or rt.evaluator.default_test_set
+            if test_set and test_set != rt.scorer.instance_set and not store.marker("tested"):
+                from agents.evaluation import CandidateEvaluator
+
+                tester = CandidateEvaluator(rt.evaluator, test_set, rt.scorer.executor)
+                s = tester.evaluate(best.code)
+                store.mark("tested", {"set": test_set, "score": s.to_dict()})
+                rt.emit("test", set=test_set, feasible=s.feasible, objective=s.objective, error=s.error)
+            tested = store.marker("tested")
+            if tested:
+                summary["best"]["test"] = {"set": tested["set"], "objective": tested["score"]["objective"],
+                                           "metrics": tested["score"]["metrics"], "error": tested["score"]["error"]}
+        summary["principles_added"] = sum(len(store.marker(f"distilled:{g}") or [])
+                                          for g in range(state.get("generation", 0) + 1))
+        rt.kb.decay(0.98)
+        retired = rt.kb.prune()
+        summary["principles_retired"] = len(retired)
+        summary["finished_at"] = time.time()
+        (rt.run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+        store.set_meta("status", "finished")
+        rt.emit("finished", **{k: summary[k] for k in ("stop_reason", "evaluations")}, best=summary.get("best"))
+        return {}
+
+    return report
+
+
+def build_graph(nodes: SearchNodes):
+    from langgraph.graph import END, START, StateGraph
+
+    g = StateGraph(RunState)
+    for name in ("seed", "foresight", "recall", "propose", "evaluate", "select", "distill"):
+        g.add_node(name, getattr(nodes, name))
+    g.add_node("report", _report_node(nodes))
+    g.add_edge(START, "seed")
+    g.add_edge("seed", "foresight")
+    g.add_edge("foresight", "recall")
+    g.add_edge("recall", "propose")
+    # gen 0: the baselines are pending since seed; evaluate them with the initial population
+    g.add_edge("propose", "evaluate")
+    g.add_edge("evaluate", "select")
+    g.add_edge("select", "distill")
+    g.add_conditional_edges("distill", nodes.route, {"continue": "foresight", "end": "report"})
+    g.add_edge("report", END)
+    return g
+
+
+def _open_runtime(run_dir: Path, cfg: RunConfig, client: Any | None, executor: Any | None,
+                  on_event: Callable[[str, dict], None] | None) -> tuple[Runtime, Any]:
+    from agents.evaluation import CandidateEvaluator
+    from evaluators.registry import get_evaluator
+    from knowledge_base import KnowledgeBase, default_kb_path
+
+    evaluator = get_evaluator(cfg.problem)
+    train = cfg.train_set or evaluator.default_train_set
+    if executor is None:
+        from sandbox import LocalExecutor
+
+        executor = LocalExecutor(max_workers=cfg.workers)
+    if client is None:
+        from agents.llm.factory import make_client
+
+        client = make_client(cfg.model, cache_path=run_dir.parent / "llm_cache.sqlite" if cfg.llm_cache else None,
+                             record_path=cfg.record, max_calls=cfg.max_calls, max_cost_usd=cfg.max_cost,
+                             seed=cfg.seed)
+    kb = KnowledgeBase(cfg.kb or default_kb_path())
+    store = RunStore(run_dir / "run.sqlite")
+    rt = Runtime(run_id=run_dir.name, run_dir=run_dir, config=cfg, evaluator=evaluator, client=client, kb=kb,
+                 store=store, scorer=CandidateEvaluator(evaluator, train, executor),
+                 on_event=on_event or (lambda k, d: None))
+    return rt, executor
+
+
+def _invoke(rt: Runtime, resume: bool) -> dict[str, Any]:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    nodes = SearchNodes(rt)
+    conn = sqlite3.connect(rt.run_dir / "checkpoints.sqlite", check_same_thread=False)
+    try:
+        app = build_graph(nodes).compile(checkpointer=SqliteSaver(conn))
+        config = {"configurable": {"thread_id": rt.run_id}, "recursion_limit": 100_000}
+        first: RunState | None = {}
+        if resume:
+            snap = app.get_state(config)
+            if snap.values and snap.next:
+                first = None  # continue from the last checkpoint
+            elif snap.values and not snap.next and (rt.run_dir / "summary.json").exists():
+                return json.loads((rt.run_dir / "summary.json").read_text())
+        app.invoke(first, config)
+    finally:
+        conn.close()
+    return json.loads((rt.run_dir / "summary.json").read_text())
+
+
+def new_run_dir(cfg: RunConfig) -> Path:
+    if cfg.run_dir:
+        path = Path(cfg.run_dir)
+    else:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path = default_runs_dir() / f"{cfg.problem}-{stamp}-{uuid.uuid4().hex[:4]}"
+    if (path / "run.sqlite").exists():
+        raise RunError(f"{path} already holds a run; use `hifo resume {path}` or choose another --run-dir")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def start_run(cfg: RunConfig, *, client: Any | None = None, executor: Any | None = None,
+              on_event: Callable[[str, dict], None] | None = None) -> tuple[Path, dict[str, Any]]:
+    """Run a whole search; returns the run directory and its summary."""
+    run_dir = new_run_dir(cfg)
+    (run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
+    rt, executor = _open_runtime(run_dir, cfg, client, executor, on_event)
+    from sandbox import isolation_report
+
+    rt.store.set_meta("config", json.loads(cfg.model_dump_json()))
+    rt.store.set_meta("isolation", isolation_report())
+    rt.store.set_meta("status", "running")
+    rt.emit("start", run_dir=str(run_dir), problem=cfg.problem, model=cfg.model, pid=os.getpid())
+    try:
+        return run_dir, _invoke(rt, resume=False)
+    finally:
+        rt.store.close()
+
+
+def resume_run(run_dir: str | Path, *, client: Any | None = None, executor: Any | None = None,
+               on_event: Callable[[str, dict], None] | None = None) -> tuple[Path, dict[str, Any]]:
+    """Continue a killed run from its last checkpoint; completed evaluations are kept."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.json").exists():
+        raise RunError(f"{run_dir} is not a hifo run directory (no config.json)")
+    cfg = RunConfig.model_validate_json((run_dir / "config.json").read_text())
+    rt, executor = _open_runtime(run_dir, cfg, client, executor, on_event)
+    try:
+        if rt.store.get_meta("status") == "finished" and (run_dir / "summary.json").exists():
+            return run_dir, json.loads((run_dir / "summary.json").read_text())
+        rt.emit("resume", pid=os.getpid(), evaluated=rt.store.count_evaluated())
+        return run_dir, _invoke(rt, resume=True)
+    finally:
+        rt.store.close()

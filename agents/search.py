@@ -1,0 +1,359 @@
+"""The nodes of the HiFo search graph: seed, foresight, recall, propose, evaluate, select,
+distill, report. Each node reads the small graph state (ids and numbers), does its work
+against the run store / knowledge base / sandbox, and returns a state update.
+
+Every node is safe to re-run after a crash (``hifo resume``): side effects are guarded by
+markers in the run store, ``propose`` discards a half-finished batch (model replies come
+back from the response cache), and ``evaluate`` only scores candidates still pending.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, TypedDict
+
+import numpy as np
+
+from agents import hyper
+from agents.code import CodeError, check_source, extract_code, find_constants, normalized_hash
+from agents.config import RunConfig
+from agents.evaluation import CandidateEvaluator
+from agents.foresight import decide
+from agents.llm.base import BudgetExceeded, LLMError
+from agents.prompting import LLM_OPERATORS, N_PARENTS, ParentView, parse_principles, render_distill, render_operator
+from agents.rundb import CandidateRow, RunStore
+from evaluators.base import Evaluator
+from knowledge_base import KnowledgeBase, derive_principles, offspring_gain
+
+
+class RunState(TypedDict, total=False):
+    generation: int
+    population: list[str]
+    best_history: list[float]
+    evaluations: int
+    regime: str
+    directive: str
+    weights: dict[str, float]
+    recalled: list[int]
+    stop_reason: str | None
+
+
+@dataclass
+class Runtime:
+    """The non-serialisable parts of a run, held outside the graph state."""
+
+    run_id: str
+    run_dir: Path
+    config: RunConfig
+    evaluator: Evaluator
+    client: Any
+    kb: KnowledgeBase
+    store: RunStore
+    scorer: CandidateEvaluator
+    on_event: Callable[[str, dict], None] = lambda kind, data: None
+    started: float = field(default_factory=time.time)
+
+    def emit(self, kind: str, **data: Any) -> None:
+        self.store.event(kind, **data)
+        with (self.run_dir / "events.jsonl").open("a") as fh:
+            fh.write(json.dumps({"ts": time.time(), "kind": kind, **data}, default=str) + "\n")
+        self.on_event(kind, data)
+
+
+def _view(c: CandidateRow) -> ParentView:
+    return ParentView(c.code, c.thought, c.objective, c.fitness if c.fitness is not None else -math.inf)
+
+
+class SearchNodes:
+    def __init__(self, rt: Runtime):
+        self.rt = rt
+        self.cfg = rt.config
+        self.ev = rt.evaluator
+        self.style = getattr(rt.client, "style", "chat")
+
+    # ---- helpers ---------------------------------------------------------------------------
+    def _pop(self, ids: list[str]) -> list[CandidateRow]:
+        return [self.rt.store.candidate(i) for i in ids]
+
+    def _vector(self, c: CandidateRow) -> list[float]:
+        return [m.get(self.ev.primary_metric, math.nan) for m in c.per_instance]
+
+    def wall_used(self) -> float:
+        return float(self.rt.store.get_meta("wall_before", 0.0)) + (time.time() - self.rt.started)
+
+    # ---- nodes -------------------------------------------------------------------------------
+    def seed(self, state: RunState) -> RunState:
+        store = self.rt.store
+        if not store.marker("seeded"):
+            sources = {"template_baseline": self.ev.template.baseline_source(), **self.ev.baselines}
+            for name, code in sources.items():
+                h = normalized_hash(code)
+                if store.has_hash(h):
+                    continue
+                check_source(code, self.ev.template.name)
+                store.add_candidate(generation=0, operator="baseline", code=code, code_hash=h, thought=name)
+            store.mark("seeded")
+            self.rt.emit("seed", baselines=sorted(sources))
+        return {"generation": 0, "population": [], "best_history": [], "evaluations": 0, "recalled": [],
+                "stop_reason": None}
+
+    def foresight(self, state: RunState) -> RunState:
+        gen = state["generation"]
+        pop = self._pop(state.get("population", []))
+        prev = [c for c in self.rt.store.candidates("generation=? AND operator!='baseline'", (gen - 1,))]
+        failure_rate = (sum(1 for c in prev if not c.ok) / len(prev)) if prev else None
+        d = decide(gen, state.get("best_history", []), [c.code for c in pop], [self._vector(c) for c in pop],
+                   failure_rate)
+        self.rt.store.add_foresight(d.to_dict())
+        self.rt.emit("foresight", generation=gen, regime=d.regime, reason=d.reason, directive=d.directive,
+                     numbers=d.numbers)
+        return {"regime": d.regime, "directive": d.directive, "weights": d.weights}
+
+    def recall(self, state: RunState) -> RunState:
+        if self.cfg.recall_k <= 0:
+            return {"recalled": []}
+        got = self.rt.kb.recall(self.ev.name, self.ev.description, k=self.cfg.recall_k,
+                                cross_problem=self.cfg.cross_problem)
+        self.rt.emit("recall", generation=state["generation"],
+                     principles=[{"id": p.id, "problem": p.problem, "utility": round(p.utility, 4), "text": p.text}
+                                 for p in got])
+        return {"recalled": [p.id for p in got]}
+
+    def _plan(self, state: RunState, rng: np.random.Generator) -> list[tuple[str, list[CandidateRow]]]:
+        gen = state["generation"]
+        pop = sorted(self._pop(state.get("population", [])), key=lambda c: -(c.fitness or -math.inf))
+        if gen == 0 or not pop:
+            base = self.rt.store.candidates("operator='baseline' AND status='evaluated'")
+            best_base = sorted([c for c in base if c.ok], key=lambda c: -c.fitness)[:1]
+            return [("i1", best_base if self.style == "completion" else []) for _ in range(self.cfg.n_init)]
+        ops = [o for o in LLM_OPERATORS if o != "i1"]
+        w = np.array([state["weights"].get(o, 0.0) for o in ops], dtype=float)
+        w = w / w.sum()
+        # EoH's rank-based parent selection: p(rank r) ~ 1 / (r + n)
+        rank_w = np.array([1.0 / (r + len(pop)) for r in range(len(pop))])
+        rank_w /= rank_w.sum()
+        plan = []
+        for _ in range(self.cfg.n_offspring):
+            op = str(rng.choice(ops, p=w))
+            k = min(N_PARENTS[op], len(pop))
+            idx = rng.choice(len(pop), size=k, replace=False, p=rank_w) if k else []
+            plan.append((op, [pop[i] for i in idx]))
+        return plan
+
+    def _call(self, messages: list[dict], seed: int, stop: list[str]) -> Any:
+        return self.rt.client.complete(messages, n=1, temperature=self.cfg.temperature, seed=seed,
+                                       max_tokens=self.cfg.max_tokens, stop=stop or None)[0]
+
+    def propose(self, state: RunState) -> RunState:
+        gen, store = state["generation"], self.rt.store
+        if store.marker(f"proposed:{gen}"):
+            return {}
+        store.db.execute("DELETE FROM candidates WHERE generation=? AND status='pending' AND operator!='baseline'",
+                         (gen,))
+        rng = np.random.default_rng([self.cfg.seed, gen])
+        recalled = [p for p in (self.rt.kb.get(i) for i in state.get("recalled", [])) if p is not None]
+        texts = [p.text for p in recalled]
+        plan = self._plan(state, rng)
+        prompts = [render_operator(self.style, op, evaluator=self.ev, parents=[_view(p) for p in parents],
+                                   principles=texts, directive=state.get("directive", "")) for op, parents in plan]
+        stop_reason = None
+        replies: dict[int, Any] = {}
+        workers = 1 if self.style == "completion" else min(8, max(1, len(prompts)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futs = {pool.submit(self._call, pr.messages, self.cfg.seed * 100_003 + gen * 1_009 + i, pr.stop): i
+                    for i, pr in enumerate(prompts)}
+            for f in as_completed(futs):
+                try:
+                    replies[futs[f]] = f.result()
+                except BudgetExceeded as exc:
+                    stop_reason = f"model budget spent: {exc}"
+                except LLMError as exc:
+                    replies[futs[f]] = exc
+        seen: set[str] = set()
+        n_ok = 0
+        for i, ((op, parents), pr) in enumerate(zip(plan, prompts)):
+            if i not in replies:
+                continue
+            rep = replies[i]
+            text = rep.text if not isinstance(rep, Exception) else None
+            usage = rep.to_dict() if not isinstance(rep, Exception) else {"error": str(rep)}
+            usage.pop("text", None)
+            pid = store.add_prompt(generation=gen, operator=op, messages=pr.messages,
+                                   principle_ids=[p.id for p in recalled], reply=text, usage=usage)
+            common = dict(generation=gen, operator=op, parents=[p.id for p in parents],
+                          regime=state.get("regime"), principle_ids=[p.id for p in recalled], prompt_id=pid,
+                          usage=usage)
+            if text is None:
+                store.add_candidate(code="", code_hash=None, status="invalid", error=f"model call failed: {rep}",
+                                    **common)
+                continue
+            try:
+                ex = extract_code(text, self.ev.template.name, self.ev.template.imports, pr.prefix)
+            except CodeError as exc:
+                store.add_candidate(code=text[:4000], code_hash=None, status="invalid", error=str(exc), **common)
+                continue
+            h = normalized_hash(ex.code)
+            dup = h in seen or store.has_hash(h)
+            seen.add(h)
+            store.add_candidate(code=ex.code, code_hash=h, thought=ex.thought,
+                                status="duplicate" if dup else "pending",
+                                error="duplicate of an earlier candidate" if dup else None, **common)
+            n_ok += 0 if dup else 1
+        n_hyper = self._propose_hyper(state, rng, seen)
+        store.mark(f"proposed:{gen}")
+        self.rt.emit("propose", generation=gen, prompts=len(prompts), replies=len(replies), new=n_ok,
+                     hyper=n_hyper, stop_reason=stop_reason)
+        return {"stop_reason": stop_reason} if stop_reason else {}
+
+    def _propose_hyper(self, state: RunState, rng: np.random.Generator, seen: set[str]) -> int:
+        gen, store = state["generation"], self.rt.store
+        n = int(round(self.cfg.hyper_lambda * state.get("weights", {}).get("hyper", 0.0)))
+        if gen == 0 or n <= 0:
+            return 0
+        pop = sorted(self._pop(state.get("population", [])), key=lambda c: -(c.fitness or -math.inf))
+        elite = next((c for c in pop if find_constants(c.code, self.ev.template.name)), None)
+        if elite is None:
+            return 0
+        st = hyper.HyperState(**(store.marker(f"hyper:{elite.code_hash}") or {}))
+        added = 0
+        for code in hyper.ask(elite.code, self.ev.template.name, n, st.sigma, rng):
+            h = normalized_hash(code)
+            if h in seen or store.has_hash(h):
+                continue
+            seen.add(h)
+            store.add_candidate(generation=gen, operator="hyper", code=code, code_hash=h, parents=[elite.id],
+                                regime=state.get("regime"), thought=f"constants of {elite.id} (sigma={st.sigma:.3g})")
+            added += 1
+        return added
+
+    def evaluate(self, state: RunState) -> RunState:
+        store = self.rt.store
+        pending = store.pending()
+        cap = self.cfg.max_evaluations
+        if cap is not None:
+            room = max(0, cap - store.count_evaluated())
+            for c in pending[room:]:
+                store.db.execute("UPDATE candidates SET status='invalid', error='not evaluated: evaluation budget "
+                                 "spent' WHERE id=?", (c.id,))
+            pending = pending[:room]
+        futs = {self.rt.scorer.submit(c.code, c.id): c for c in pending}
+        done = 0
+        for f in as_completed(futs):
+            c = futs[f]
+            score = f.result()
+            store.record_score(c.id, score.to_dict())
+            done += 1
+            self.rt.emit("evaluated", generation=c.generation, id=c.id, operator=c.operator, feasible=score.feasible,
+                         objective=score.objective, error=score.error, done=done, total=len(futs))
+        return {"evaluations": store.count_evaluated()}
+
+    def select(self, state: RunState) -> RunState:
+        gen, store = state["generation"], self.rt.store
+        new = [c for c in store.candidates("generation=? AND status='evaluated'", (gen,)) if c.ok]
+        pool = {c.id: c for c in self._pop(state.get("population", [])) + new}
+        ranked = sorted(pool.values(), key=lambda c: (-c.fitness, c.id))
+        kept: list[CandidateRow] = []
+        clones: list[CandidateRow] = []
+        for c in ranked:  # diversity protection: behavioural clones only fill leftover slots
+            vec = self._vector(c)
+            if any(np.allclose(vec, self._vector(k), rtol=1e-12, atol=1e-12) for k in kept):
+                clones.append(c)
+            else:
+                kept.append(c)
+        population = (kept + clones)[: self.cfg.population]
+        if not store.marker(f"hyper_told:{gen}"):
+            by_parent: dict[str, list[CandidateRow]] = {}
+            for c in store.candidates("generation=? AND operator='hyper' AND status='evaluated'", (gen,)):
+                by_parent.setdefault(c.parents[0], []).append(c)
+            for pid, kids in by_parent.items():
+                parent = store.candidate(pid)
+                wins = sum(1 for k in kids if k.ok and k.fitness > (parent.fitness or -math.inf))
+                st = hyper.HyperState(**(store.marker(f"hyper:{parent.code_hash}") or {}))
+                store.mark(f"hyper:{parent.code_hash}", hyper.tell(st, len(kids), wins).to_dict())
+            store.mark(f"hyper_told:{gen}")
+        history = list(state.get("best_history", []))
+        if population:
+            best = population[0]
+            if not history or best.fitness > max(history):
+                (self.rt.run_dir / "best.py").write_text(
+                    f"# hifo run {self.rt.run_id}, candidate {best.id}, generation {best.generation}, "
+                    f"{self.ev.primary_metric} = {best.objective:.6g} on '{self.rt.scorer.instance_set}'\n{best.code}")
+            history.append(max([best.fitness, *history]))
+        self.rt.emit("select", generation=gen, population=[c.id for c in population],
+                     best=population[0].objective if population else None,
+                     best_id=population[0].id if population else None)
+        return {"population": [c.id for c in population], "best_history": history}
+
+    def distill(self, state: RunState) -> RunState:
+        gen, store, kb = state["generation"], self.rt.store, self.rt.kb
+        pop = self._pop(state.get("population", []))
+        run = self.rt.run_id
+        if not store.marker(f"credited:{gen}"):
+            fits = [c.fitness for c in pop if c.fitness is not None]
+            scale = (max(fits) - min(fits)) if len(fits) > 1 and max(fits) > min(fits) else max(1e-9, abs(fits[0]) if fits else 1.0)
+            credited = 0
+            for c in store.candidates("generation=? AND operator!='baseline'", (gen,)):
+                if not c.principle_ids or c.status not in ("evaluated",):
+                    continue
+                parents = [store.candidate(p).fitness for p in c.parents]
+                parents = [p for p in parents if p is not None] or [min(fits) if fits else 0.0]
+                gain = offspring_gain(c.fitness if c.ok else -math.inf, parents, scale)
+                kb.credit(c.principle_ids, gain, won=gain > 0)
+                credited += 1
+            store.mark(f"credited:{gen}", credited)
+        if store.marker(f"distilled:{gen}"):
+            return {"generation": gen + 1}
+        this_gen = store.candidates("generation<=? AND status IN ('evaluated','invalid')", (gen,))
+        elite_ids = {c.id for c in pop[: max(2, len(pop) // 2)]}
+        elites = [c for c in pop if c.id in elite_ids]
+        weak = [c for c in this_gen if c.id not in elite_ids and (not c.ok or c.id not in {p.id for p in pop})]
+        as_dict = lambda c: {"code": c.code, "fitness": c.fitness if c.ok else None, "error": c.error,
+                             "metrics": c.metrics}
+        added = []
+        for text, tags, evidence in derive_principles([as_dict(c) for c in elites], [as_dict(c) for c in weak]):
+            p = kb.add(text, tags=list(tags), problem=self.ev.name, source="contrast",
+                       provenance={"run": run, "generation": gen, "candidates": [c.id for c in elites][:5],
+                                   "evidence": evidence})
+            added.append(p.id)
+        if self.cfg.distill and elites:
+            pr = render_distill(self.style, evaluator=self.ev, elites=[_view(c) for c in elites[:3]],
+                                weak=[(c.code, c.error or f"{self.ev.primary_metric} = {c.objective}")
+                                      for c in weak[-2:] if c.code])
+            try:
+                rep = self._call(pr.messages, self.cfg.seed * 7919 + gen, pr.stop)
+                store.add_prompt(generation=gen, operator="distill", messages=pr.messages, principle_ids=[],
+                                 reply=rep.text, usage={k: v for k, v in rep.to_dict().items() if k != "text"})
+                for text in parse_principles(rep.text, pr.prefix):
+                    p = kb.add(text, tags=[self.ev.name, "model"], problem=self.ev.name, source="model",
+                               provenance={"run": run, "generation": gen, "candidates": [c.id for c in elites]})
+                    added.append(p.id)
+            except BudgetExceeded as exc:
+                self.rt.emit("budget", reason=str(exc))
+                store.mark(f"distilled:{gen}", added)
+                return {"generation": gen + 1, "stop_reason": f"model budget spent: {exc}"}
+            except LLMError as exc:
+                self.rt.emit("distill_failed", generation=gen, error=str(exc))
+        store.mark(f"distilled:{gen}", added)
+        store.set_meta("wall_before", self.wall_used())
+        self.rt.started = time.time()
+        self.rt.emit("distill", generation=gen, principles=added)
+        return {"generation": gen + 1}
+
+    def route(self, state: RunState) -> str:
+        cfg = self.cfg
+        reason = state.get("stop_reason")
+        if reason is None and state["generation"] > cfg.generations:
+            reason = f"{cfg.generations} generation(s) done"
+        if reason is None and cfg.max_evaluations is not None and state.get("evaluations", 0) >= cfg.max_evaluations:
+            reason = f"evaluation budget ({cfg.max_evaluations}) spent"
+        if reason is None and cfg.max_wall_s is not None and self.wall_used() >= cfg.max_wall_s:
+            reason = f"wall-time budget ({cfg.max_wall_s:.0f} s) spent"
+        if reason:
+            self.rt.store.set_meta("stop_reason", reason)
+            return "end"
+        return "continue"
