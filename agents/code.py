@@ -183,9 +183,11 @@ def normalized_hash(code: str) -> str:
 def code_tokens(code: str) -> set[str]:
     """Bag of normalised AST node/operator tokens (3-grams over a pre-order walk)."""
     try:
-        tree = _Normaliser().visit(ast.parse(code))
+        tree = ast.parse(code)
     except SyntaxError:
         return set(code.split())
+    tree.body = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom))]
+    tree = _Normaliser().visit(tree)
     seq = []
     for node in ast.walk(tree):
         label = type(node).__name__

@@ -114,7 +114,7 @@ def render_operator(
     text = load_template("completion", "frame").substitute(
         task_comment=evaluator.description.strip().replace('"""', "'''"),
         principles_comments=principles_comments, directive=directive or "(none)",
-        imports=tpl.imports, parents_code="\n\n".join(blocks), next_def=next_def)
+        imports=tpl.imports, parents_code="\n\n".join(blocks), next_def=next_def).rstrip("\n") + "\n"
     stop = ["\ndef ", "\nclass ", "\n#", "\nif __name__", "\n@", '\n"""', "\nprint("]
     return RenderedPrompt(operator, style, [{"role": "prompt", "content": text}], next_def, stop)
 
@@ -141,7 +141,7 @@ def render_distill(
                         for i, (code, why) in enumerate(weak))
     text = load_template("completion", "distill").substitute(
         task_comment=evaluator.description.strip().replace('"""', "'''"),
-        elites_code=elites_code, weak_code=weak_code)
+        elites_code=elites_code, weak_code=weak_code).rstrip("\n") + "\n"
     return RenderedPrompt("distill", style, [{"role": "prompt", "content": text}], "# 1.",
                           ["\ndef ", "\n\n\n", "\nimport "])
 

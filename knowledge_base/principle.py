@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .credit import win_rate
+
 SOURCES = ("model", "contrast", "user", "import")
 """Who stated a principle: the language model (distill), the model-free contrast miner, a person, or a
 file imported without ids."""
@@ -156,7 +158,7 @@ class Principle:
     @property
     def win_rate(self) -> float:
         """Laplace-smoothed win rate ``(wins + 1) / (uses + 2)``: 0.5 for an unused principle."""
-        return (self.wins + 1) / (self.uses + 2)
+        return win_rate(self.wins, self.uses)
 
     @property
     def problems(self) -> list[str]:

@@ -1,0 +1,78 @@
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from agents.code import extract_code
+from agents.prompting import ParentView, parse_principles, render_distill, render_operator
+from evaluators.base import FunctionTemplate
+
+TPL = FunctionTemplate(name="priority", signature="def priority(item: float, bins: np.ndarray) -> np.ndarray:",
+                       docstring="Score each feasible bin.\n\nReturns: one score per bin.",
+                       baseline_body="    return -(bins - item)\n")
+EV = SimpleNamespace(template=TPL, primary_metric="excess_percent", direction="minimize",
+                     description="Online bin packing: choose the bin for each item.")
+P1 = ParentView("import numpy as np\n\ndef priority(item, bins):\n    return -(bins - item)\n", "best fit", 4.0, -4.0)
+P2 = ParentView("def priority(item, bins):\n    return bins * 0.0\n", "first fit", 5.0, -5.0)
+
+
+def test_chat_e1_has_parents_principles_directive_and_header():
+    pr = render_operator("chat", "e1", evaluator=EV, parents=[P1, P2], principles=["Prefer tight fits."],
+                         directive="Try something new.")
+    text = pr.messages[0]["content"]
+    assert pr.messages[0]["role"] == "user"
+    assert "totally different" in text and "No.2 heuristic: first fit" in text
+    assert "- Prefer tight fits." in text and "Search directive: Try something new." in text
+    assert "def priority(item: float, bins: np.ndarray) -> np.ndarray:" in text
+    assert "excess_percent = 4 (lower is better)" in text
+    assert "$" not in text  # every placeholder substituted
+
+
+@pytest.mark.parametrize("op", ["i1", "e1", "e2", "m1", "m2", "m3"])
+def test_every_operator_renders_in_both_styles(op):
+    parents = {"i1": [], "e1": [P1, P2], "e2": [P1, P2]}.get(op, [P1])
+    for style in ("chat", "completion"):
+        pr = render_operator(style, op, evaluator=EV, parents=parents, principles=[], directive="")
+        assert pr.messages and "$" not in pr.messages[0]["content"]
+
+
+def test_completion_prompt_orders_versions_and_extracts_continuation():
+    pr = render_operator("completion", "m1", evaluator=EV, parents=[P2, P1], principles=["Prefer tight fits."],
+                         directive="Refine.")
+    text = pr.messages[0]["content"]
+    assert pr.messages[0]["role"] == "prompt"
+    # worst first, best last, then the header of the next version
+    assert text.index("def priority_v0(") < text.index("def priority_v1(") < text.index("def priority_v2(")
+    assert "# - Prefer tight fits." in text and text.endswith('"""\n')
+    assert "Improved version of `priority_v1`" in text
+    ex = extract_code("    return -(bins - item) ** 2\n", "priority", TPL.imports, pr.prefix)
+    assert "def priority(" in ex.code and "** 2" in ex.code
+
+
+def test_completion_i1_uses_baseline_when_no_parent():
+    pr = render_operator("completion", "i1", evaluator=EV, parents=[], principles=[], directive="")
+    assert "def priority_v0(" in pr.messages[0]["content"] and "def priority_v1(" in pr.messages[0]["content"]
+
+
+def test_unknown_operator_and_style():
+    with pytest.raises(ValueError):
+        render_operator("chat", "x9", evaluator=EV, parents=[], principles=[], directive="")
+    with pytest.raises(ValueError):
+        render_operator("telepathy", "i1", evaluator=EV, parents=[], principles=[], directive="")
+
+
+def test_distill_prompts_and_parsing():
+    pr = render_distill("chat", evaluator=EV, elites=[P1], weak=[(P2.code, "ZeroDivisionError")])
+    assert "ZeroDivisionError" in pr.messages[0]["content"]
+    reply = ("- Prefer bins that the item fills almost completely, leaving little waste.\n"
+             "- x = np.maximum(bins, 0)\n"
+             "- ok\n"
+             "2. Penalise bins that would be left with a gap too small for typical items.\n"
+             "- Prefer bins that the item fills almost completely, leaving little waste.\n")
+    got = parse_principles(reply)
+    assert got == ["Prefer bins that the item fills almost completely, leaving little waste.",
+                   "Penalise bins that would be left with a gap too small for typical items."]
+    cp = render_distill("completion", evaluator=EV, elites=[P1], weak=[])
+    assert cp.messages[0]["content"].endswith("# 1.\n")
+    assert parse_principles(" Tight fits reduce the number of bins opened later on.\n# 2. x", cp.prefix) == \
+        ["Tight fits reduce the number of bins opened later on."]
