@@ -96,7 +96,8 @@ class SearchNodes:
                 if store.has_hash(h):
                     continue
                 check_source(code, self.ev.template.name)
-                store.add_candidate(generation=0, operator="baseline", code=code, code_hash=h, thought=name)
+                store.add_candidate(generation=0, operator="baseline", code=code, code_hash=h, thought=name,
+                                    cid=f"base-{name}")
             store.mark("seeded")
             self.rt.emit("seed", baselines=sorted(sources))
         return {"generation": 0, "population": [], "best_history": [], "evaluations": 0, "recalled": [],
@@ -153,8 +154,8 @@ class SearchNodes:
         gen, store = state["generation"], self.rt.store
         if store.marker(f"proposed:{gen}"):
             return {}
-        store.db.execute("DELETE FROM candidates WHERE generation=? AND status='pending' AND operator!='baseline'",
-                         (gen,))
+        # a batch half-written by a killed process is discarded whole; none of it was evaluated yet
+        store.db.execute("DELETE FROM candidates WHERE generation=? AND operator!='baseline'", (gen,))
         rng = np.random.default_rng([self.cfg.seed, gen])
         recalled = [p for p in (self.rt.kb.get(i) for i in state.get("recalled", [])) if p is not None]
         texts = [p.text for p in recalled]
@@ -185,7 +186,7 @@ class SearchNodes:
             usage.pop("text", None)
             pid = store.add_prompt(generation=gen, operator=op, messages=pr.messages,
                                    principle_ids=[p.id for p in recalled], reply=text, usage=usage)
-            common = dict(generation=gen, operator=op, parents=[p.id for p in parents],
+            common = dict(generation=gen, operator=op, parents=[p.id for p in parents], cid=f"g{gen}-{i:03d}",
                           regime=state.get("regime"), principle_ids=[p.id for p in recalled], prompt_id=pid,
                           usage=usage)
             if text is None:
@@ -221,12 +222,13 @@ class SearchNodes:
             return 0
         st = hyper.HyperState(**(store.marker(f"hyper:{elite.code_hash}") or {}))
         added = 0
-        for code in hyper.ask(elite.code, self.ev.template.name, n, st.sigma, rng):
+        for j, code in enumerate(hyper.ask(elite.code, self.ev.template.name, n, st.sigma, rng)):
             h = normalized_hash(code)
             if h in seen or store.has_hash(h):
                 continue
             seen.add(h)
             store.add_candidate(generation=gen, operator="hyper", code=code, code_hash=h, parents=[elite.id],
+                                cid=f"g{gen}-h{j:02d}",
                                 regime=state.get("regime"), thought=f"constants of {elite.id} (sigma={st.sigma:.3g})")
             added += 1
         return added
