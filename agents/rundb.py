@@ -48,7 +48,7 @@ class CandidateRow:
     code: str
     code_hash: str | None
     thought: str
-    principle_ids: list[int]
+    principle_ids: list[str]
     status: str
     feasible: bool | None = None
     fitness: float | None = None
@@ -100,7 +100,7 @@ class RunStore:
     # ---- candidates --------------------------------------------------------------------
     def add_candidate(self, *, generation: int, operator: str, code: str, code_hash: str | None,
                       parents: Iterable[str] = (), regime: str | None = None, thought: str = "",
-                      principle_ids: Iterable[int] = (), prompt_id: str | None = None,
+                      principle_ids: Iterable[str] = (), prompt_id: str | None = None,
                       usage: dict | None = None, status: str = "pending", error: str | None = None,
                       cid: str | None = None) -> str:
         cid = cid or uuid.uuid4().hex[:12]
@@ -140,7 +140,7 @@ class RunStore:
         return [self._row(r) for r in rows]
 
     def pending(self) -> list[CandidateRow]:
-        return self.candidates("status='pending'")
+        return self.candidates("status='pending'", order="created_at, id")
 
     def has_hash(self, code_hash: str) -> bool:
         return self.db.execute("SELECT 1 FROM candidates WHERE code_hash=? AND status IN"
@@ -154,7 +154,7 @@ class RunStore:
         return self.db.execute("SELECT COUNT(*) FROM candidates WHERE status='evaluated'").fetchone()[0]
 
     # ---- prompts, foresight, events ------------------------------------------------------
-    def add_prompt(self, *, generation: int, operator: str, messages: list[dict], principle_ids: list[int],
+    def add_prompt(self, *, generation: int, operator: str, messages: list[dict], principle_ids: list[str],
                    reply: str | None, usage: dict | None) -> str:
         pid = uuid.uuid4().hex[:12]
         self.db.execute("INSERT INTO prompts VALUES (?,?,?,?,?,?,?,?)",

@@ -28,7 +28,7 @@ from agents.llm.base import BudgetExceeded, LLMError
 from agents.prompting import LLM_OPERATORS, N_PARENTS, ParentView, parse_principles, render_distill, render_operator
 from agents.rundb import CandidateRow, RunStore
 from evaluators.base import Evaluator
-from knowledge_base import KnowledgeBase, derive_principles, offspring_gain
+from knowledge_base import KnowledgeBase, contrast_principles, gain_scale, offspring_gain
 
 
 class RunState(TypedDict, total=False):
@@ -39,7 +39,7 @@ class RunState(TypedDict, total=False):
     regime: str
     directive: str
     weights: dict[str, float]
-    recalled: list[int]
+    recalled: list[str]
     stop_reason: str | None
 
 
@@ -297,7 +297,7 @@ class SearchNodes:
         run = self.rt.run_id
         if not store.marker(f"credited:{gen}"):
             fits = [c.fitness for c in pop if c.fitness is not None]
-            scale = (max(fits) - min(fits)) if len(fits) > 1 and max(fits) > min(fits) else max(1e-9, abs(fits[0]) if fits else 1.0)
+            scale = gain_scale(fits)
             credited = 0
             for c in store.candidates("generation=? AND operator!='baseline'", (gen,)):
                 if not c.principle_ids or c.status not in ("evaluated",):
@@ -305,7 +305,7 @@ class SearchNodes:
                 parents = [store.candidate(p).fitness for p in c.parents]
                 parents = [p for p in parents if p is not None] or [min(fits) if fits else 0.0]
                 gain = offspring_gain(c.fitness if c.ok else -math.inf, parents, scale)
-                kb.credit(c.principle_ids, gain, won=gain > 0)
+                kb.credit(c.principle_ids, gain, won=gain > 0, key=f"{run}:{gen}:{c.id}")
                 credited += 1
             store.mark(f"credited:{gen}", credited)
         if store.marker(f"distilled:{gen}"):
@@ -314,13 +314,13 @@ class SearchNodes:
         elite_ids = {c.id for c in pop[: max(2, len(pop) // 2)]}
         elites = [c for c in pop if c.id in elite_ids]
         weak = [c for c in this_gen if c.id not in elite_ids and (not c.ok or c.id not in {p.id for p in pop})]
-        as_dict = lambda c: {"code": c.code, "fitness": c.fitness if c.ok else None, "error": c.error,
-                             "metrics": c.metrics}
+        as_dict = lambda c: {"id": c.id, "code": c.code, "fitness": c.fitness if c.ok else None,
+                             "error": c.error, "metrics": c.metrics}
         added = []
-        for text, tags, evidence in derive_principles([as_dict(c) for c in elites], [as_dict(c) for c in weak]):
+        for text, tags, evidence in contrast_principles([as_dict(c) for c in elites], [as_dict(c) for c in weak]):
+            ids = list(evidence.get("candidate_ids") or [c.id for c in elites])[:10]
             p = kb.add(text, tags=list(tags), problem=self.ev.name, source="contrast",
-                       provenance={"run": run, "generation": gen, "candidates": [c.id for c in elites][:5],
-                                   "evidence": evidence})
+                       provenance={"run_id": run, "generation": gen, "candidate_ids": ids})
             added.append(p.id)
         if self.cfg.distill and elites:
             pr = render_distill(self.style, evaluator=self.ev, elites=[_view(c) for c in elites[:3]],
@@ -332,7 +332,8 @@ class SearchNodes:
                                  reply=rep.text, usage={k: v for k, v in rep.to_dict().items() if k != "text"})
                 for text in parse_principles(rep.text, pr.prefix):
                     p = kb.add(text, tags=[self.ev.name, "model"], problem=self.ev.name, source="model",
-                               provenance={"run": run, "generation": gen, "candidates": [c.id for c in elites]})
+                               provenance={"run_id": run, "generation": gen,
+                                           "candidate_ids": [c.id for c in elites]})
                     added.append(p.id)
             except BudgetExceeded as exc:
                 self.rt.emit("budget", reason=str(exc))

@@ -198,6 +198,12 @@ class Principle:
         for required in ("id", "text"):
             if not isinstance(data.get(required), str) or not data[required].strip():
                 raise ValueError(f"principle record needs a non-empty string {required!r}")
+        uses, wins = int(data.get("uses", 0)), int(data.get("wins", 0))
+        if not 0 <= wins <= uses:
+            raise ValueError(f"principle {data['id']}: need 0 <= wins <= uses, got wins={wins}, uses={uses}")
+        utility = float(data.get("utility", 0.0))
+        if not -1.0 <= utility <= 1.0:
+            raise ValueError(f"principle {data['id']}: utility {utility} is outside [-1, 1]")
         return cls(
             id=data["id"],
             text=data["text"],
@@ -205,9 +211,9 @@ class Principle:
             problem=data.get("problem"),
             source=check_source(data.get("source", "import")),
             provenance=[Provenance.from_dict(p) for p in data.get("provenance") or ()],
-            utility=float(data.get("utility", 0.0)),
-            uses=int(data.get("uses", 0)),
-            wins=int(data.get("wins", 0)),
+            utility=utility,
+            uses=uses,
+            wins=wins,
             support=int(data.get("support", 1)),
             created_at=float(data.get("created_at", 0.0)),
             updated_at=float(data.get("updated_at", data.get("created_at", 0.0))),

@@ -9,7 +9,7 @@ reaches the store's threshold (`DEFAULT_MERGE_THRESHOLD`).  The recipe:
    common English suffixes (``placing``/``placed`` → ``plac``).
 2. **Guards** (similarity 0 when either fails): both texts must carry the same *anchors* — numbers and
    code identifiers (``np.exp`` vs ``np.log``, ``0.3`` vs ``0.7`` are different advice however alike the
-   rest of the sentence is) — and the same *polarity*: negation (avoid / never / not …) and direction
+   rest of the sentence is; a word in `backticks` is an anchor too) — and the same *polarity*: negation (avoid / never / not …) and direction
    words (more / higher / better … vs less / lower / worse …).
 3. **Score**: the larger of the Jaccard index of the token sets and of the character 4-shingle sets of
    the normalised token string (the latter catches spelling variants such as ``minimise``/``minimize``).
@@ -26,6 +26,7 @@ DEFAULT_MERGE_THRESHOLD = 0.75
 _PARENS = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
 _TOKEN = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_BACKTICKED = re.compile(r"`([^`]+)`")
 
 _STOP = frozenset(
     """a an the and or of to in on at by for with from into as is are was were be been being it its this
@@ -36,11 +37,11 @@ _STOP = frozenset(
 _NEGATION = frozenset("avoid avoids avoiding never not no don't dont without nor neither none".split())
 _UP = frozenset(
     "more most higher highest larger largest increase increases increasing raise bigger better best "
-    "greater maximise maximize".split()
+    "greater longer maximise maximize".split()
 )
 _DOWN = frozenset(
     "less least lower lowest smaller smallest decrease decreases decreasing reduce fewer worse worst "
-    "minimise minimize".split()
+    "shorter minimise minimize".split()
 )
 _SUFFIXES = ("ing", "ed", "es", "s")
 
@@ -79,10 +80,9 @@ def fingerprint(text: str) -> Fingerprint:
     raw = _TOKEN.findall(norm.replace("'", ""))
     words = set(norm.replace("'", " ").split()) | set(raw)
     content = [_stem(t) for t in raw if t not in _STOP]
-    anchors = frozenset(t for t in raw if _NUMBER.fullmatch(t) or "." in t or "_" in t)
-    direction = frozenset(
-        ["up"] * bool(words & _UP) + ["down"] * bool(words & _DOWN)
-    )
+    quoted = {t for span in _BACKTICKED.findall(norm) for t in _TOKEN.findall(span)}
+    anchors = frozenset(t for t in raw if _NUMBER.fullmatch(t) or "." in t or "_" in t or t in quoted)
+    direction = frozenset(name for name, vocab in (("up", _UP), ("down", _DOWN)) if words & vocab)
     joined = " ".join(content)
     shingles = frozenset(joined[i : i + 4] for i in range(max(len(joined) - 3, 1))) if joined else frozenset()
     negated = bool(words & _NEGATION) or "don't" in norm

@@ -32,6 +32,9 @@ class Completion:
     cached: bool = False
     latency_s: float = 0.0
     finish_reason: str | None = None
+    # False when the backend could not price the call (unknown model, self-hosted endpoint): cost_usd
+    # is then 0 and a cost budget cannot be enforced for it.
+    cost_known: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

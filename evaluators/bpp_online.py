@@ -1,0 +1,134 @@
+"""Online 1-D bin packing with FunSearch's ``priority(item, bins)`` heuristic slot.
+
+The algorithm is FunSearch's online loop (see :mod:`problems.binpacking`): every item goes to
+the feasible bin the heuristic scores highest. The metric is the one FunSearch reports:
+how far the mean number of bins lies above the mean L1 lower bound, in percent.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
+from problems.binpacking import (
+    BinPackingInstance,
+    InvalidPacking,
+    excess_percent,
+    online_pack,
+    read_funsearch_json,
+    validate_assignment,
+    weibull_instances,
+)
+
+DATA_DIR = Path(__file__).parent / "data" / "binpacking"
+
+# The training set: generated Weibull instances, disjoint from the published test data.
+TRAIN_COUNT, TRAIN_ITEMS, TRAIN_SEED = 5, 500, 1000  # seeds 1000..1004
+
+_DOCSTRING = """Returns the priority with which the item should go into each bin.
+
+Args:
+    item: Size of the item to be packed (a number, at most the bin capacity).
+    bins: Remaining capacities of the bins the item fits in (all >= item), in bin order.
+        Unused bins appear with their full capacity.
+
+Return:
+    Array of the same length as bins: one finite score per bin. The item goes into the
+    bin with the highest score (the first one on ties).
+"""
+
+_TEMPLATE = FunctionTemplate(
+    name="priority",
+    signature="def priority(item: float, bins: np.ndarray) -> np.ndarray:",
+    docstring=_DOCSTRING,
+    baseline_body="    return -(bins - item)\n",
+)
+
+_FIRST_FIT_BODY = "    # Scores fall with the bin index, so the first feasible bin always wins.\n" \
+                  "    return -np.arange(len(bins), dtype=float)\n"
+
+
+@lru_cache(maxsize=None)
+def _load(instance_set: str) -> tuple[BinPackingInstance, ...]:
+    if instance_set == "train":
+        return tuple(weibull_instances(TRAIN_COUNT, TRAIN_ITEMS, TRAIN_SEED))
+    if instance_set in ("weibull_5k", "test"):
+        return tuple(read_funsearch_json(DATA_DIR / "weibull_5k_funsearch.json"))
+    if instance_set == "or3":
+        return tuple(read_funsearch_json(DATA_DIR / "or3_funsearch.json"))
+    raise KeyError(f"unknown instance set {instance_set!r} for bpp_online; "
+                   f"known: {', '.join(BinPackingOnline.instance_sets)}")
+
+
+class BinPackingOnline(Evaluator):
+    """FunSearch's online bin-packing task.
+
+    Instance sets: ``train`` (5 generated Weibull instances of 500 items, seeds 1000-1004),
+    ``weibull_5k`` (FunSearch's 5 x 5,000 items), ``or3`` (OR-Library binpack3, 20 x 500)
+    and ``test`` (= ``weibull_5k``). Per instance: ``bins``, ``l1_bound``,
+    ``excess_percent``; aggregated: ``mean_bins``, ``mean_l1`` and ``excess_percent``
+    computed from those two means, as FunSearch does.
+    """
+
+    name = "bpp_online"
+    description = (
+        "Online one-dimensional bin packing. Items arrive one at a time and each must be put "
+        "at once, for good, into a bin with enough remaining capacity; all bins have the same "
+        "capacity. For each item, a priority function scores every bin the item fits in and "
+        "the item goes into the highest-scoring bin. Design the priority function so that as "
+        "few bins as possible are used. In the training and test data the bin capacity is 100 "
+        "and item sizes (integers) follow a Weibull distribution with mean about 40."
+    )
+    direction = "minimize"
+    primary_metric = "excess_percent"
+    template = _TEMPLATE
+    instance_sets = ("train", "weibull_5k", "or3", "test")
+    default_train_set = "train"
+    default_test_set = "test"
+    baselines = {
+        "best_fit": _TEMPLATE.baseline_source(),
+        "first_fit": f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(_FIRST_FIT_BODY)}",
+    }
+    # What these baselines measure (tests/evaluators re-measure every figure); excess in %.
+    reference_figures = {
+        "best_fit": {
+            "train": {"mean_bins": 211.8, "excess_percent": 4.96},
+            "weibull_5k": {"mean_bins": 2067.0, "excess_percent": 3.98},
+            "test": {"mean_bins": 2067.0, "excess_percent": 3.98},
+            "or3": {"mean_bins": 212.0, "excess_percent": 5.37},
+        },
+        "first_fit": {
+            "train": {"mean_bins": 213.2, "excess_percent": 5.65},
+            "weibull_5k": {"mean_bins": 2071.8, "excess_percent": 4.23},
+            "test": {"mean_bins": 2071.8, "excess_percent": 4.23},
+            "or3": {"mean_bins": 212.75, "excess_percent": 5.74},
+        },
+    }
+    tags = ("bin packing", "online", "funsearch")
+
+    def load_instances(self, instance_set: str) -> list[BinPackingInstance]:
+        return list(_load(instance_set))
+
+    @staticmethod
+    def solve(heuristic: Callable[..., Any], instance: BinPackingInstance) -> list[int]:
+        """Bin index of every item, packed online with ``heuristic`` as ``priority``."""
+        return online_pack(heuristic, instance.items, instance.capacity).tolist()
+
+    def score(self, instance: BinPackingInstance, solution: Any) -> dict[str, float]:
+        try:
+            bins = validate_assignment(instance.items, instance.capacity, solution)
+        except InvalidPacking as exc:
+            raise InfeasibleSolution(f"{instance.name}: {exc}") from None
+        bound = instance.l1_bound
+        return {"bins": float(bins), "l1_bound": float(bound),
+                "excess_percent": excess_percent(bins, bound)}
+
+    def aggregate(self, per_instance: list[dict[str, float]]) -> dict[str, float]:
+        if not per_instance:
+            raise ValueError("no per-instance metrics to aggregate")
+        mean_bins = sum(m["bins"] for m in per_instance) / len(per_instance)
+        mean_l1 = sum(m["l1_bound"] for m in per_instance) / len(per_instance)
+        return {"mean_bins": mean_bins, "mean_l1": mean_l1,
+                "excess_percent": excess_percent(mean_bins, mean_l1)}

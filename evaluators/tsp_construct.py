@@ -1,0 +1,162 @@
+"""Step-by-step TSP construction with EoH's ``select_next_node`` heuristic slot.
+
+The algorithm is EoH's constructive loop (see :func:`problems.routing.construct_tour`): start
+at node 0 and let the heuristic pick each next node until the tour is complete. The metric
+is the mean gap, in percent, of the tour length to a reference length:
+
+* ``tsplib`` — the proven optimum of each TSPLIB instance (TSPLIB ``EUC_2D`` distances);
+* ``train`` / ``test`` — uniform random instances in the unit square (Euclidean float
+  distances), whose reference is the tour LKH-3 finds (elkai, 10 runs, distances scaled by
+  1e6 and rounded). Those lengths are stored data (``data/tsp/refs.json``, written by
+  ``python -m benchmarks.make_tsp_refs``): elkai is not needed at run time. LKH-3 reaches
+  the optimum on every TSPLIB instance used here, so these gaps are close to gaps to optimum.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
+from problems.routing import (
+    InvalidTour,
+    TSPInstance,
+    construct_tour,
+    gap_percent,
+    random_uniform_instance,
+    read_tsplib,
+    tour_length,
+)
+
+DATA_DIR = Path(__file__).parent / "data" / "tsp"
+REFS_PATH = DATA_DIR / "refs.json"
+
+# (n, count, first seed): instance k of a group uses seed first_seed + k.
+RANDOM_SETS: dict[str, tuple[tuple[int, int, int], ...]] = {
+    "train": ((50, 8, 1000),),
+    "test": ((50, 16, 2000), (100, 8, 3000), (200, 4, 4000)),
+}
+# TSPLIB EUC_2D instances with n <= 200 (copies of the files live in data/tsp/).
+TSPLIB_NAMES = ("eil51", "berlin52", "st70", "eil76", "pr76", "kroA100", "kroB100", "rd100",
+                "eil101", "lin105", "pr124", "bier127", "ch130", "pr136", "kroA150", "ch150",
+                "u159", "kroA200", "kroB200")
+
+_DOCSTRING = """Chooses the next node to visit while building a TSP tour step by step.
+
+Args:
+    current_node: Index of the node the partial tour ends at (int).
+    destination_node: Index of the node the tour must return to at the end: the start (int).
+    unvisited_nodes: Indices of the nodes not yet visited (np.ndarray of int), ordered by
+        increasing distance from current_node.
+    distance_matrix: Distances between all pairs of nodes (np.ndarray, n x n, float).
+
+Return:
+    The index of the next node: one of unvisited_nodes (int).
+"""
+
+_TEMPLATE = FunctionTemplate(
+    name="select_next_node",
+    signature=("def select_next_node(current_node: int, destination_node: int, "
+               "unvisited_nodes: np.ndarray, distance_matrix: np.ndarray) -> int:"),
+    docstring=_DOCSTRING,
+    baseline_body=("    distances = distance_matrix[current_node, unvisited_nodes]\n"
+                   "    return int(unvisited_nodes[np.argmin(distances)])\n"),
+)
+
+
+def coords_digest(coords: np.ndarray) -> str:
+    """sha256 of the float64 coordinates, to catch a generator that no longer reproduces
+    the instances the stored references were computed for."""
+    return hashlib.sha256(np.ascontiguousarray(coords, dtype="<f8").tobytes()).hexdigest()
+
+
+def random_set_specs(instance_set: str) -> list[tuple[str, int, int]]:
+    """``(name, n, seed)`` of every instance of a random set, in order."""
+    return [(f"uniform{n}_seed{first + k}", n, first + k)
+            for n, count, first in RANDOM_SETS[instance_set] for k in range(count)]
+
+
+@lru_cache(maxsize=1)
+def _refs() -> dict[str, Any]:
+    try:
+        return json.loads(REFS_PATH.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{REFS_PATH} is missing; run `python -m benchmarks.make_tsp_refs`") from None
+
+
+@lru_cache(maxsize=None)
+def _load(instance_set: str) -> tuple[TSPInstance, ...]:
+    refs = _refs()
+    if instance_set == "tsplib":
+        return tuple(read_tsplib(DATA_DIR / f"{name}.tsp", refs["tsplib"][name]["optimum"])
+                     for name in TSPLIB_NAMES)
+    if instance_set not in RANDOM_SETS:
+        raise KeyError(f"unknown instance set {instance_set!r} for tsp_construct; "
+                       f"known: {', '.join(TSPConstruct.instance_sets)}")
+    out = []
+    for name, n, seed in random_set_specs(instance_set):
+        inst = random_uniform_instance(n, seed, name)
+        ref = refs["random"].get(name)
+        if ref is None or ref["n"] != n or ref["seed"] != seed:
+            raise RuntimeError(f"no stored reference for {name}; rerun benchmarks.make_tsp_refs")
+        if ref["coords_sha256"] != coords_digest(inst.coords):
+            raise RuntimeError(f"{name}: the generator no longer reproduces the reference instance")
+        out.append(TSPInstance(name, inst.distance_matrix, inst.coords, float(ref["length"]), "lkh3"))
+    return tuple(out)
+
+
+class TSPConstruct(Evaluator):
+    """EoH's TSP construction task: the heuristic picks each next node of the tour.
+
+    Instance sets: ``train`` (8 random instances, n=50), ``test`` (random: 16 x n=50,
+    8 x n=100, 4 x n=200) and ``tsplib`` (19 TSPLIB instances, 51 <= n <= 200). Per
+    instance: ``length`` and ``gap_percent`` (to the LKH-3 reference for random sets, to
+    the optimum for TSPLIB); aggregated: their means.
+    """
+
+    name = "tsp_construct"
+    description = (
+        "Travelling salesman problem: find the shortest closed route that visits every node "
+        "once and returns to the start. The route is built step by step: starting from node 0, "
+        "a function chooses which unvisited node to visit next from the current node, until "
+        "all nodes are visited; the route then returns to the start. Design that function so "
+        "the finished routes are as short as possible."
+    )
+    direction = "minimize"
+    primary_metric = "gap_percent"
+    template = _TEMPLATE
+    instance_sets = ("train", "test", "tsplib")
+    default_train_set = "train"
+    default_test_set = "test"
+    baselines = {"nearest_neighbour": _TEMPLATE.baseline_source()}
+    # Measured with the baseline (tests/evaluators re-measure them); mean gap in %.
+    reference_figures = {
+        "nearest_neighbour": {
+            "train": {"gap_percent": 18.45},
+            "test": {"gap_percent": 23.52},  # n=50: 22.18, n=100: 24.67, n=200: 26.59
+            "tsplib": {"gap_percent": 25.86},
+        },
+    }
+    tags = ("routing", "tsp", "constructive", "eoh")
+
+    def load_instances(self, instance_set: str) -> list[TSPInstance]:
+        return list(_load(instance_set))
+
+    @staticmethod
+    def solve(heuristic: Callable[..., Any], instance: TSPInstance) -> list[int]:
+        """The tour built from node 0 with ``heuristic`` as ``select_next_node``."""
+        return construct_tour(heuristic, instance.distance_matrix, start=0).tolist()
+
+    def score(self, instance: TSPInstance, solution: Any) -> dict[str, float]:
+        try:
+            length = tour_length(solution, instance.distance_matrix)
+        except InvalidTour as exc:
+            raise InfeasibleSolution(f"{instance.name}: {exc}") from None
+        if instance.best_known is None:
+            raise ValueError(f"{instance.name} has no reference length")
+        return {"length": length, "gap_percent": gap_percent(length, instance.best_known)}

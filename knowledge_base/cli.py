@@ -1,0 +1,351 @@
+"""``hifo principles …``: inspect and manage the knowledge base from the shell.
+
+A typer sub-app, `principles_app`, mounted by the main CLI.  Every command takes ``--kb PATH`` (default
+`default_kb_path()`) and ``--json`` (machine-readable output on stdout); errors go to stderr with exit
+status 1.  Read-only commands never create a knowledge base file.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from .principle import Principle
+    from .store import KnowledgeBase
+
+principles_app = typer.Typer(
+    name="principles",
+    help="Inspect and manage the design principles hifo has learned (the knowledge base).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+class StatusFilter(str, Enum):
+    active = "active"
+    retired = "retired"
+    all = "all"
+
+
+KbOption = Annotated[
+    Optional[Path],
+    typer.Option("--kb", help="Knowledge base file [default: $HIFO_KB or ~/.local/share/hifo/knowledge.sqlite]",
+                 show_default=False, dir_okay=False),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def _kb_path(kb: Path | None) -> Path:
+    from ._schema import default_kb_path
+
+    return kb.expanduser() if kb is not None else default_kb_path()
+
+
+def _open(kb: Path | None, *, create: bool = False) -> KnowledgeBase | None:
+    """Open the store; None when it does not exist and ``create`` is false."""
+    from ._schema import KnowledgeBaseError
+    from .store import KnowledgeBase
+
+    path = _kb_path(kb)
+    try:
+        return KnowledgeBase(path, create=create)
+    except FileNotFoundError:
+        return None
+    except KnowledgeBaseError as exc:
+        _fail(str(exc))
+
+
+def _emit_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _when(ts: float | None) -> str:
+    return "-" if ts is None else datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def _origin(p: Principle) -> str:
+    """Compact first provenance: ``r7/g3 +1`` (run, generation, how many more statements)."""
+    if not p.provenance:
+        return "-"
+    first = p.provenance[0]
+    parts = [first.run_id or "-"]
+    if first.generation is not None:
+        parts.append(f"g{first.generation}")
+    extra = len(p.provenance) - 1
+    return "/".join(parts) + (f" +{extra}" if extra else "")
+
+
+def _principle_table(principles: list[Principle], title: str, show_status: bool, width: int = 200) -> Table:
+    # Narrow terminals drop source and origin (`show ID` has them) so the principle text stays readable.
+    wide = width >= 120
+    table = Table(title=title, title_justify="left", expand=False)
+    table.add_column("ID", no_wrap=True, style="cyan")
+    table.add_column("Util", justify="right", no_wrap=True)
+    table.add_column("Won", justify="right", no_wrap=True)
+    if show_status:
+        table.add_column("Status", overflow="fold")
+    if wide:
+        table.add_column("Source", overflow="fold")
+    table.add_column("Problem", overflow="fold")
+    if wide:
+        table.add_column("Origin", overflow="fold")
+    table.add_column("Principle", ratio=1, min_width=20)
+    for p in principles:
+        row = [p.id, f"{p.utility:+.3f}", f"{p.wins}/{p.uses}"]
+        if show_status:
+            row.append(p.status + (f" → {p.merged_into}" if p.merged_into else ""))
+        row += [p.source, p.problem or "-", _origin(p), p.text] if wide else [p.problem or "-", p.text]
+        table.add_row(*row)
+    return table
+
+
+def _print_principles(principles: list[Principle], as_json: bool, title: str, show_status: bool) -> None:
+    if as_json:
+        _emit_json([p.to_dict() for p in principles])
+    elif not principles:
+        Console(highlight=False).print("No principles found.")
+    else:
+        console = Console(highlight=False)
+        console.print(_principle_table(principles, title, show_status, console.width))
+
+
+@principles_app.command("list")
+def list_command(
+    kb: KbOption = None,
+    as_json: JsonOption = False,
+    status: Annotated[StatusFilter, typer.Option("--status", help="Which principles to list.")] = StatusFilter.active,
+    problem: Annotated[Optional[str], typer.Option("--problem", help="Only those first stated for this problem.")] = None,
+    source: Annotated[Optional[str], typer.Option("--source", help="model, contrast, user or import.")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most this many.")] = None,
+) -> None:
+    """List principles, highest utility first."""
+    store = _open(kb)
+    if store is None:
+        _print_principles([], as_json, "", False)
+        return
+    with store:
+        try:
+            found = store.list(None if status is StatusFilter.all else status.value, problem, limit, source=source)
+        except ValueError as exc:
+            _fail(str(exc))
+    _print_principles(found, as_json, f"Principles ({status.value}) in {store.path}", status is not StatusFilter.active)
+
+
+@principles_app.command("show")
+def show_command(
+    principle_id: Annotated[str, typer.Argument(metavar="ID", help="A principle id (or a unique prefix of one).")],
+    kb: KbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show one principle with its statistics and full provenance."""
+    from ._rows import PrincipleNotFound
+
+    store = _open(kb)
+    if store is None:
+        _fail(f"unknown principle id {principle_id!r} (knowledge base {_kb_path(kb)} does not exist)")
+    with store:
+        try:
+            p = store.get(store.find_id(principle_id))
+        except PrincipleNotFound as exc:
+            _fail(f"unknown principle id: {exc.args[0]}")
+    if as_json:
+        _emit_json(p.to_dict())
+        return
+    console = Console(highlight=False)
+    info = Table.grid(padding=(0, 2))
+    info.add_column(style="bold", no_wrap=True)
+    info.add_column()
+    rows = [
+        ("ID", p.id), ("Text", p.text), ("Tags", ", ".join(p.tags) or "-"), ("Problem", p.problem or "-"),
+        ("Source", p.source), ("Status", p.status + (f" (merged into {p.merged_into})" if p.merged_into else "")),
+        ("Utility", f"{p.utility:+.4f}"), ("Uses / wins", f"{p.uses} / {p.wins} (win rate {p.win_rate:.2f})"),
+        ("Support", f"{p.support} statement(s)"), ("Created", _when(p.created_at)),
+        ("Updated", _when(p.updated_at)), ("Last used", _when(p.last_used_at)),
+    ]
+    for key, value in rows:
+        info.add_row(key, value)
+    console.print(info)
+    prov = Table(title="Provenance", title_justify="left")
+    for column in ("#", "Run", "Generation", "Candidates", "Problem", "Source", "Recorded"):
+        prov.add_column(column, overflow="fold")
+    for i, record in enumerate(p.provenance, 1):
+        prov.add_row(
+            str(i), record.run_id or "-", "-" if record.generation is None else str(record.generation),
+            ", ".join(record.candidate_ids) or "-", record.problem or "-", record.source or "-",
+            _when(record.recorded_at),
+        )
+    console.print(prov)
+
+
+@principles_app.command("search")
+def search_command(
+    query: Annotated[str, typer.Argument(help="Words to look for in principle text and tags.")],
+    kb: KbOption = None,
+    as_json: JsonOption = False,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many.")] = 20,
+    any_term: Annotated[bool, typer.Option("--any", help="Match any word instead of all of them.")] = False,
+    retired: Annotated[bool, typer.Option("--include-retired", help="Search retired principles too.")] = False,
+) -> None:
+    """Full-text search (stemmed, best match first)."""
+    store = _open(kb)
+    if store is None:
+        _print_principles([], as_json, "", False)
+        return
+    with store:
+        found = store.search(query, limit, status=None if retired else "active", any_term=any_term)
+    _print_principles(found, as_json, f"Principles matching {query!r}", retired)
+
+
+@principles_app.command("export")
+def export_command(
+    path: Annotated[Path, typer.Argument(help="JSON file to write.", dir_okay=False)],
+    kb: KbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Write every principle (retired ones too, with provenance) to a JSON file."""
+    store = _open(kb)
+    if store is None:
+        _fail(f"knowledge base {_kb_path(kb)} does not exist; nothing to export")
+    with store:
+        try:
+            count = store.export_json(path)
+        except OSError as exc:
+            _fail(f"cannot write {path}: {exc}")
+    if as_json:
+        _emit_json({"exported": count, "path": str(path), "kb": str(store.path)})
+    else:
+        Console(highlight=False).print(f"Exported {count} principle(s) from {store.path} to {path}")
+
+
+@principles_app.command("import")
+def import_command(
+    path: Annotated[Path, typer.Argument(help="JSON file written by `export` (or a list of texts).", dir_okay=False)],
+    kb: KbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Merge principles from a JSON file; importing the same file twice adds nothing."""
+    if not path.is_file():
+        _fail(f"{path} does not exist")
+    store = _open(kb, create=True)
+    with store:
+        try:
+            report = store.import_json(path)
+        except (ValueError, OSError) as exc:
+            _fail(f"cannot import {path}: {exc}")
+    if as_json:
+        _emit_json({**report, "path": str(path), "kb": str(store.path)})
+    else:
+        summary = ", ".join(f"{n} {what}" for what, n in report.items())
+        Console(highlight=False).print(f"Imported {path} into {store.path}: {summary}")
+
+
+@principles_app.command("prune")
+def prune_command(
+    kb: KbOption = None,
+    as_json: JsonOption = False,
+    min_uses: Annotated[int, typer.Option("--min-uses", min=1, help="Only principles tried this often.")] = 5,
+    max_utility: Annotated[float, typer.Option("--max-utility", help="Retire those with utility at most this.")] = 0.0,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show what would be retired.")] = False,
+) -> None:
+    """Retire (never delete) principles that keep not helping."""
+    store = _open(kb)
+    if store is None:
+        retired: list[Principle] = []
+    else:
+        with store:
+            ids = store.prune(min_uses, max_utility, dry_run=dry_run)
+            retired = [store.get(pid) for pid in ids]
+    if as_json:
+        _emit_json({"retired": [p.id for p in retired], "dry_run": dry_run,
+                    "principles": [p.to_dict() for p in retired]})
+        return
+    console = Console(highlight=False)
+    if not retired:
+        console.print("Nothing to retire.")
+        return
+    verb = "Would retire" if dry_run else "Retired"
+    console.print(_principle_table(retired, f"{verb} {len(retired)} principle(s)", False, console.width))
+
+
+@principles_app.command("add")
+def add_command(
+    text: Annotated[str, typer.Argument(help="The principle, one or two plain sentences.")],
+    kb: KbOption = None,
+    as_json: JsonOption = False,
+    tags: Annotated[Optional[list[str]], typer.Option("--tag", help="A tag (repeatable).")] = None,
+    problem: Annotated[Optional[str], typer.Option("--problem", help="The problem it is about (none: general).")] = None,
+) -> None:
+    """Add a principle of your own (source "user"); a near-duplicate is merged into the existing one."""
+    store = _open(kb, create=True)
+    with store:
+        try:
+            p = store.add(text, tags or [], problem, source="user")
+        except ValueError as exc:
+            _fail(str(exc))
+    if as_json:
+        _emit_json(p.to_dict())
+    elif p.text != text.strip():  # a near-duplicate absorbed it
+        Console(highlight=False).print(f"Merged into existing principle {p.id}: {p.text}")
+    else:
+        Console(highlight=False).print(f"{p.id}: {p.text}")
+
+
+@principles_app.command("reactivate")
+def reactivate_command(
+    principle_id: Annotated[str, typer.Argument(metavar="ID", help="A retired principle's id (or prefix).")],
+    kb: KbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Bring a retired principle back into recall."""
+    from ._rows import PrincipleNotFound
+
+    store = _open(kb)
+    if store is None:
+        _fail(f"unknown principle id {principle_id!r} (knowledge base {_kb_path(kb)} does not exist)")
+    with store:
+        try:
+            p = store.reactivate(store.find_id(principle_id))
+        except PrincipleNotFound as exc:
+            _fail(f"unknown principle id: {exc.args[0]}")
+        except ValueError as exc:
+            _fail(str(exc))
+    if as_json:
+        _emit_json(p.to_dict())
+    else:
+        Console(highlight=False).print(f"Reactivated {p.id}: {p.text}")
+
+
+@principles_app.command("stats")
+def stats_command(kb: KbOption = None, as_json: JsonOption = False) -> None:
+    """Counts by status, source and problem."""
+    store = _open(kb)
+    if store is None:
+        _fail(f"knowledge base {_kb_path(kb)} does not exist")
+    with store:
+        stats = store.stats()
+    if as_json:
+        _emit_json(stats)
+        return
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in stats.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}: {v}" for k, v in value.items()) or "-"
+        elif isinstance(value, float):
+            value = f"{value:+.4f}"
+        table.add_row(key.replace("_", " "), "-" if value is None else str(value))
+    Console(highlight=False).print(table)

@@ -1,0 +1,143 @@
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from knowledge_base import KnowledgeBase
+from knowledge_base.cli import principles_app
+
+WIDE = {"COLUMNS": "220"}
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+@pytest.fixture
+def filled(kb_path, clock):
+    with KnowledgeBase(kb_path, clock=clock) as store:
+        a = store.add("Prefer bins that the item fills tightly.", ["best-fit"], "bpp_online",
+                      provenance={"run_id": "r7", "generation": 3, "candidate_ids": ["c17", "c18"]})
+        b = store.add("Penalise long edges to unvisited cities.", ["tsp"], "tsp_construct", source="contrast",
+                      provenance={"run_id": "r9", "generation": 1})
+        for _ in range(5):
+            store.credit([b.id], -0.5, False)
+        store.credit([a.id], 1.0, True)
+    return kb_path, a, b
+
+
+def invoke(runner, *args):
+    return runner.invoke(principles_app, [str(a) for a in args], env=WIDE)
+
+
+def test_read_commands_on_a_missing_store_do_not_create_it(runner, tmp_path):
+    path = tmp_path / "absent.sqlite"
+    result = invoke(runner, "list", "--kb", path)
+    assert result.exit_code == 0 and "No principles found." in result.output
+    result = invoke(runner, "list", "--kb", path, "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout) == []
+    result = invoke(runner, "search", "bins", "--kb", path, "--json")
+    assert json.loads(result.stdout) == []
+    result = invoke(runner, "show", "p123", "--kb", path)
+    assert result.exit_code == 1 and "unknown principle id" in result.output
+    assert invoke(runner, "export", tmp_path / "x.json", "--kb", path).exit_code == 1
+    assert not path.exists()
+
+
+def test_list_table_and_json(runner, filled):
+    path, a, b = filled
+    result = invoke(runner, "list", "--kb", path)
+    assert result.exit_code == 0, result.output
+    for expected in (a.id, b.id, "Prefer bins that the item fills tightly.", "r7/g3",
+                     "contrast", "bpp_online", "+0.300"):
+        assert expected in result.output
+    result = invoke(runner, "list", "--kb", path, "--json", "--problem", "tsp_construct")
+    (record,) = json.loads(result.stdout)
+    assert record["id"] == b.id and record["source"] == "contrast" and record["uses"] == 5
+    assert record["provenance"][0]["run_id"] == "r9"
+    assert invoke(runner, "list", "--kb", path, "--status", "bogus").exit_code == 2
+    assert invoke(runner, "list", "--kb", path, "--source", "bogus").exit_code == 1
+
+
+def test_show_prints_provenance_and_accepts_a_prefix(runner, filled):
+    path, a, _ = filled
+    result = invoke(runner, "show", a.id[:7], "--kb", path)
+    assert result.exit_code == 0, result.output
+    for expected in (a.id, "Provenance", "r7", "c17, c18", "best-fit", "1 / 1"):
+        assert expected in result.output
+    data = json.loads(invoke(runner, "show", a.id, "--kb", path, "--json").stdout)
+    assert data["provenance"] == [{"run_id": "r7", "generation": 3, "candidate_ids": ["c17", "c18"],
+                                   "problem": "bpp_online", "source": "model", "recorded_at": data["created_at"]}]
+
+
+def test_show_unknown_id_exits_1(runner, filled):
+    path, _, _ = filled
+    result = invoke(runner, "show", "pdoesnotexist", "--kb", path)
+    assert result.exit_code == 1
+    assert "unknown principle id" in result.output and "pdoesnotexist" in result.output
+
+
+def test_search(runner, filled):
+    path, a, b = filled
+    data = json.loads(invoke(runner, "search", "bin fill", "--kb", path, "--json").stdout)
+    assert [d["id"] for d in data] == [a.id]
+    result = invoke(runner, "search", "edges OR bins*", "--kb", path, "--any")
+    assert result.exit_code == 0 and a.id in result.output and b.id in result.output
+    assert "No principles found." in invoke(runner, "search", "zebra", "--kb", path).output
+
+
+def test_export_import_round_trip(runner, filled, tmp_path):
+    path, a, b = filled
+    out = tmp_path / "export.json"
+    result = invoke(runner, "export", out, "--kb", path, "--json")
+    assert json.loads(result.stdout)["exported"] == 2
+    other = tmp_path / "other.sqlite"
+    result = invoke(runner, "import", out, "--kb", other, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["inserted"] == 2
+    result = invoke(runner, "import", out, "--kb", other)
+    assert "0 inserted" in result.output and "2 unchanged" in result.output
+    with KnowledgeBase(other) as store:
+        assert store.get(a.id).provenance == KnowledgeBase(path).get(a.id).provenance
+    assert invoke(runner, "import", tmp_path / "missing.json", "--kb", other).exit_code == 1
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    result = invoke(runner, "import", bad, "--kb", other)
+    assert result.exit_code == 1 and "not valid JSON" in result.output
+
+
+def test_prune_dry_run_then_retire(runner, filled):
+    path, a, b = filled
+    result = invoke(runner, "prune", "--kb", path, "--dry-run")
+    assert result.exit_code == 0 and "Would retire 1" in result.output and b.id in result.output
+    data = json.loads(invoke(runner, "prune", "--kb", path, "--json").stdout)
+    assert data["retired"] == [b.id] and data["dry_run"] is False
+    assert "Nothing to retire." in invoke(runner, "prune", "--kb", path).output
+    retired = json.loads(invoke(runner, "list", "--kb", path, "--status", "retired", "--json").stdout)
+    assert [r["id"] for r in retired] == [b.id]
+    result = invoke(runner, "reactivate", b.id, "--kb", path)
+    assert result.exit_code == 0 and "Reactivated" in result.output
+    assert invoke(runner, "reactivate", "pnope", "--kb", path).exit_code == 1
+
+
+def test_add_and_stats(runner, tmp_path):
+    path = tmp_path / "new" / "kb.sqlite"
+    result = invoke(runner, "add", "Keep numbers finite.", "--tag", "Safety", "--kb", path, "--json")
+    assert result.exit_code == 0, result.output
+    added = json.loads(result.stdout)
+    assert added["source"] == "user" and added["tags"] == ["safety"] and added["problem"] is None
+    again = invoke(runner, "add", "Keep the numbers finite.", "--kb", path)
+    assert "Merged into existing principle " + added["id"] in again.output
+    assert invoke(runner, "add", "  ", "--kb", path).exit_code == 1
+    stats = json.loads(invoke(runner, "stats", "--kb", path, "--json").stdout)
+    # a restatement with the same (empty) provenance is the same statement: nothing new to record
+    assert stats["active"] == 1 and stats["provenance_records"] == 1
+    assert "active" in invoke(runner, "stats", "--kb", path).output
+
+
+def test_default_path_comes_from_the_environment(runner, tmp_path, monkeypatch):
+    path = tmp_path / "env.sqlite"
+    monkeypatch.setenv("HIFO_KB", str(path))
+    assert runner.invoke(principles_app, ["add", "Keep numbers finite."]).exit_code == 0
+    assert path.exists()
