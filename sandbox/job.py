@@ -34,6 +34,10 @@ class Job:
     instances: list[Any]  # picklable; sent parent -> child only
     limits: JobLimits = field(default_factory=JobLimits)
     job_id: str = ""
+    # Directories the child puts in front of its sys.path before importing ``solver`` and
+    # unpickling ``instances`` (the child runs with ``python -I``, which ignores PYTHONPATH and
+    # the working directory). Trusted input from the parent, like ``solver``.
+    sys_path: tuple[str, ...] = ()
 
 
 @dataclass
@@ -45,6 +49,7 @@ class SandboxResult:
     stderr: str = ""  # capped
     wall_s: float = 0.0
     isolation: dict[str, Any] = field(default_factory=dict)  # which layers were applied
+    output_truncated: bool = False  # stdout/stderr went over max_output_bytes; the rest was dropped
 
     @property
     def ok(self) -> bool:

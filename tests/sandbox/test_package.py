@@ -1,0 +1,73 @@
+"""Package shape: exports, doctor report, dependency direction, cheap child imports, helpers."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import sandbox
+from sandbox import _execute, isolation_report
+from sandbox._child import tasks_of_user
+from sandbox._process import LOAD_PACKAGE
+
+PACKAGE = Path(sandbox.__file__).parent
+OURS = {"agents", "evaluators", "problems", "knowledge_base", "benchmarks", "tests"}
+
+
+def test_curated_exports_resolve():
+    for name in sandbox.__all__:
+        assert getattr(sandbox, name).__doc__ or name == "Status"
+    with pytest.raises(AttributeError):
+        sandbox.nonexistent  # noqa: B018
+
+
+def test_sandbox_imports_nothing_else_of_ours():
+    for path in PACKAGE.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            assert not {n.split(".")[0] for n in names} & OURS, path.name
+
+
+def test_child_import_stays_light():
+    heavy = ("subprocess", "concurrent.futures", "sandbox.runner", "sandbox.executor")
+    code = LOAD_PACKAGE + f"import json, sandbox._child\nprint(json.dumps([m for m in {heavy!r} if m in sys.modules]))\n"
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def test_isolation_report_describes_layers_and_tools():
+    report = isolation_report()
+    json.dumps(report)  # plain data for `hifo doctor --json`
+    assert report["is_root"] == (os.geteuid() == 0)
+    assert report["layers"]["rlimit_nproc_enforced"] == (os.geteuid() != 0)
+    assert set(report["tools"]) == {"setpriv", "unshare", "bwrap"}
+    assert all(t["used"] == "not used by sandbox v1" for t in report["tools"].values())
+    assert report["layers"]["namespaces"] == "not used by sandbox v1"
+    assert any("no namespaces" in w for w in report["warnings"])
+
+
+def test_tasks_of_user_counts_at_least_this_process_threads():
+    assert tasks_of_user(os.getuid()) >= 1
+    assert tasks_of_user(2**31 - 7) == 0
+
+
+def test_capped_text_keeps_the_budget_and_marks_the_drop():
+    sink = bytearray()
+    stream = _execute.CappedText(sink.extend, budget=10)
+    assert stream.write("héllo") == 5  # 6 bytes
+    assert stream.write("world!") == 6
+    assert bytes(sink[:10]) == "héllo".encode() + b"worl" and stream.truncated
+    assert b"output over the limit" in bytes(sink[10:])
+    size = len(sink)
+    stream.write("more")
+    assert len(sink) == size  # the notice is written once
+    with pytest.raises(TypeError):
+        stream.write(b"bytes")
