@@ -90,7 +90,7 @@ class SearchNodes:
     def seed(self, state: RunState) -> RunState:
         store = self.rt.store
         if not store.marker("seeded"):
-            sources = {"template_baseline": self.ev.template.baseline_source(), **self.ev.baselines}
+            sources = {**self.ev.baselines, "template_baseline": self.ev.template.baseline_source()}
             for name, code in sources.items():
                 h = normalized_hash(code)
                 if store.has_hash(h):
