@@ -58,6 +58,22 @@ def _rename(code: str, entry: str, new: str) -> str:
     return code.replace(f"def {entry}(", f"def {new}(", 1)
 
 
+def _strip_docstrings(code: str) -> str:
+    """Completion prompts show earlier versions without their docstrings: the contract is
+    stated once, on the function the model writes, and a short prompt is a fast prompt."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.body and isinstance(node.body[0], ast.Expr) \
+                and isinstance(node.body[0].value, ast.Constant) and isinstance(node.body[0].value.value, str):
+            node.body = node.body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
 def _strip_imports(code: str) -> str:
     return "\n".join(ln for ln in code.splitlines()
                      if not ln.startswith(("import ", "from "))).strip("\n")
@@ -103,7 +119,7 @@ def render_operator(
     shown = sorted(shown, key=lambda p: p.fitness)
     blocks = []
     for i, p in enumerate(shown):
-        body = _rename(_strip_imports(p.code), entry, f"{entry}_v{i}")
+        body = _rename(_strip_imports(_strip_docstrings(p.code)), entry, f"{entry}_v{i}")
         blocks.append(f"# score: {_score_text(p, metric, direction)}\n{body}\n")
     last = len(shown) - 1
     doc = load_template("completion", operator).substitute(entry=entry, last=last).strip()
