@@ -18,6 +18,8 @@ GROUP = "hifo.evaluators"
 BUILTIN: dict[str, str] = {
     "bpp_online": "evaluators.bpp_online:BinPackingOnline",
     "tsp_construct": "evaluators.tsp_construct:TSPConstruct",
+    "optwvp_route": "evaluators.optwvp_route:OPTWVPRoute",
+    "optwvp_service": "evaluators.optwvp_service:OPTWVPService",
 }
 
 

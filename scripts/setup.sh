@@ -31,6 +31,8 @@ HASH="$(cat pyproject.toml | sha256sum | cut -c1-16)${1:-}"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$HASH" ]; then
   echo "[setup] installing hifo and its dependencies (the first time, llama-cpp-python compiles: ~13 min on 2 cores)"
   .venv/bin/python -m pip install -q --upgrade pip
+  # torch: the pinned CPU build first (an unpinned `torch` may pull a multi-GB CUDA build)
+  .venv/bin/python -m pip install -q "torch==2.13.0"
   CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" .venv/bin/python -m pip install -q -e ".[test${1:+,$1}]"
   echo "$HASH" > "$STAMP"
 fi

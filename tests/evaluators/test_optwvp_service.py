@@ -1,0 +1,102 @@
+"""evaluators.optwvp_service: stored routes and LP optima, measured baselines, trusted checks."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import numpy as np
+import pytest
+
+from evaluators.base import InfeasibleSolution
+from evaluators.optwvp_service import OPTWVPService
+from problems.optwvp import optimal_service_fast, optimal_service_lp
+
+
+@pytest.fixture(scope="module")
+def ev():
+    return OPTWVPService()
+
+
+def compiled(source: str, entry: str = "allocate_service"):
+    namespace: dict = {}
+    exec(source, namespace)
+    return namespace[entry]
+
+
+def evaluate(ev, heuristic, instance_set):
+    per = [ev.score(t, json.loads(json.dumps(ev.solve(heuristic, t)))) for t in ev.load_instances(instance_set)]
+    return ev.aggregate(per)
+
+
+def sto(profit_rate, travel, tw_open, tw_close, horizon):
+    """The paper's STO rule written against the slot's signature (what the agent may find)."""
+    k = len(profit_rate)
+    d = np.zeros(k)
+    latest = np.append(tw_close, horizon)
+    for i in np.argsort(-profit_rate, kind="stable"):
+        s, start = 0.0, np.zeros(k)
+        for j in range(k):
+            s = max(s + travel[j] + (d[j - 1] if j else 0.0), tw_open[j])
+            start[j] = s
+        room, reach = tw_close[i] - tw_open[i], start[i]
+        for m in range(i + 1, k + 1):
+            reach += travel[m] + (d[m - 1] if m - 1 > i else 0.0)
+            room = min(room, latest[m] - reach)
+        d[i] = max(0.0, room)
+    return d
+
+
+def test_declaration(ev):
+    assert ev.name == "optwvp_service" and ev.direction == "minimize"
+    assert isinstance(inspect.getattr_static(OPTWVPService, "solve"), staticmethod)
+    params = list(inspect.signature(compiled(ev.baseline_source())).parameters)
+    assert params == ["profit_rate", "travel", "tw_open", "tw_close", "horizon"]
+
+
+def test_stored_lp_optima_match_both_solvers(ev):
+    train, test = ev.load_instances("train"), ev.load_instances("test")
+    assert len(train) == 32 and len(test) == 100
+    for task in train[:12]:
+        assert optimal_service_lp(task.instance, task.route)[1] == pytest.approx(task.lp_optimum, rel=1e-7)
+        assert optimal_service_fast(task.instance, task.route)[1] == pytest.approx(task.lp_optimum, rel=1e-7)
+
+
+@pytest.mark.parametrize("baseline, instance_set", [
+    (b, s) for b, figs in OPTWVPService.reference_figures.items() for s in figs])
+def test_baselines_reach_their_reference_figures(ev, baseline, instance_set):
+    got = evaluate(ev, compiled(ev.baselines[baseline]), instance_set)
+    for metric, value in ev.reference_figures[baseline][instance_set].items():
+        assert got[metric] == pytest.approx(value, abs=0.01), (baseline, instance_set, metric)
+    assert got["gap_percent"] > 0.5
+
+
+def test_the_optimal_rule_closes_the_gap(ev):
+    got = evaluate(ev, sto, "train")
+    assert got["gap_percent"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_score_rejects_infeasible_service_times(ev):
+    task = max(ev.load_instances("train"), key=lambda t: len(t.route))
+    inst, route = task.instance, np.asarray(task.route)
+    d = np.asarray(ev.solve(sto, task))
+    width = inst.max_service[route]
+    for bad in (
+        d[:-1],                        # one short
+        np.append(d, 0.0),             # one too many
+        d - 1.0,                       # negative
+        np.where(np.arange(len(d)) == 0, width[0] + 1.0, d),  # beyond a window's width
+        d + 0.5 * width,               # later customers start after their windows close
+        np.full(len(d), np.nan),
+    ):
+        with pytest.raises(InfeasibleSolution, match=task.name):
+            ev.score(task, list(bad))
+    # stretching only the last service past the horizon
+    last = d.copy()
+    last[-1] += inst.horizon
+    with pytest.raises(InfeasibleSolution):
+        ev.score(task, list(last))
+    with pytest.raises(InfeasibleSolution):
+        ev.score(task, "lots")
+    # zero service is feasible and earns nothing
+    assert ev.score(task, [0.0] * len(d))["gap_percent"] == pytest.approx(100.0)
