@@ -13,8 +13,8 @@ from rich.console import Console
 
 app = typer.Typer(help="hifo: LLM-driven automated heuristic design (HiFo-style agent, sandboxed evaluators).",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-console = Console()
-err = Console(stderr=True)
+console = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 def _principles_app() -> typer.Typer:

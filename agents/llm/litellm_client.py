@@ -64,7 +64,7 @@ class LiteLLMClient:
 
     def complete(self, messages: list[Message], n: int = 1, temperature: float = 1.0, seed: int | None = None,
                  max_tokens: int = 512, stop: list[str] | None = None) -> list[Completion]:
-        from agents.llm.retry import is_transient
+        from agents.llm.retry import rejects_request
 
         def one(s: int | None) -> list[Completion]:
             return self._call(messages, 1, temperature, s, max_tokens, stop)
@@ -72,7 +72,7 @@ class LiteLLMClient:
         try:
             first = self._call(messages, n, temperature, seed, max_tokens, stop)
         except Exception as exc:
-            if n == 1 or is_transient(exc):
+            if n == 1 or not rejects_request(exc):
                 raise
             first = one(seed)  # the provider refused n>1: make the samples one by one
         return fill_to_n(first, n, seed, one)

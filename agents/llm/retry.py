@@ -44,6 +44,13 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, (TimeoutError, ConnectionError))
 
 
+def rejects_request(exc: BaseException) -> bool:
+    """The server refused the request's parameters (HTTP 400/422, litellm's UnsupportedParamsError):
+    for n>1 the backends then fall back to one sample per call."""
+    names = [k.__name__ for k in type(exc).__mro__]
+    return status_of(exc) in (400, 422) or any("UnsupportedParams" in n for n in names)
+
+
 def _reason(exc: BaseException) -> str:
     status = status_of(exc)
     msg = " ".join(str(exc).split())[:400] or "(no message)"

@@ -1,0 +1,66 @@
+"""The embedded GGUF backend: file checks (fast) and one real generation (marked ``model``)."""
+
+import importlib.util
+import json
+import os
+import time
+
+import pytest
+from llm_helpers import chat, prompt
+
+from agents.llm import local
+from agents.llm._common import flatten_messages
+from agents.llm.local import LocalGGUFClient, LocalModelError, verify_file
+
+
+def test_verify_file_hashes_once_then_trusts_the_sidecar(tmp_path, monkeypatch):
+    f = tmp_path / "m.gguf"
+    f.write_bytes(b"weights" * 1000)
+    good = local.sha256_file(f)
+    hashed = []
+    monkeypatch.setattr(local, "sha256_file", lambda p: hashed.append(p) or good)
+    verify_file(f, good)
+    verify_file(f, good)
+    assert len(hashed) == 1
+    sidecar = json.loads((tmp_path / "m.gguf.verified.json").read_text())
+    assert sidecar["size"] == 7000 and sidecar["sha256"] == good
+    os.utime(f, ns=(time.time_ns(), time.time_ns() + 10**9))  # touched: check again
+    verify_file(f, good)
+    assert len(hashed) == 2
+
+
+def test_a_corrupt_file_gives_a_clear_error(tmp_path):
+    f = tmp_path / "m.gguf"
+    f.write_bytes(b"weights")
+    good = local.sha256_file(f)
+    verify_file(f, good)
+    f.write_bytes(b"weightz")  # same size; the rewrite changes its mtime
+    os.utime(f, ns=(time.time_ns(), time.time_ns() + 10**9))
+    with pytest.raises(LocalModelError, match="is corrupt.*delete it"):
+        verify_file(f, good)
+    assert not (tmp_path / "m.gguf.verified.json").exists()
+
+
+def test_a_missing_model_file_is_reported(tmp_path):
+    with pytest.raises(LocalModelError, match="not found"):
+        LocalGGUFClient(tmp_path / "nope.gguf")
+
+
+def test_chat_messages_are_flattened_for_a_base_model():
+    assert flatten_messages(prompt("def f(x):\n")) == "def f(x):\n"
+    assert flatten_messages(chat("Write f.", system="Be brief.")) == "Be brief.\n\nUser: Write f.\n\nAssistant:"
+
+
+@pytest.mark.model
+def test_embedded_gemma_is_reproducible_with_a_seed():
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed: the embedded model cannot run")
+    client = LocalGGUFClient()
+    assert client.style == "completion"
+    request = dict(n=2, temperature=0.8, seed=1234, max_tokens=24)
+    a = client.complete(prompt("def bubble_sort(xs):\n"), **request)
+    b = client.complete(prompt("def bubble_sort(xs):\n"), **request)
+    assert [c.text for c in a] == [c.text for c in b]
+    assert all(c.text.strip() and c.completion_tokens > 0 for c in a)
+    assert a[0].text != a[1].text  # sample i uses seed+i
+    assert client.load_s is not None and client.tokens_per_s > 0

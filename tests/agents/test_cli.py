@@ -1,0 +1,131 @@
+"""The hifo command line, driven in-process with typer's runner (and once as a real process)."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agents.cli import app
+from agents.config import RunConfig
+from agents.graph import start_run
+from agents.llm.replay import RecordingClient
+from sandbox import LocalExecutor
+
+runner = CliRunner()
+BEST_FIT = "import numpy as np\n\ndef priority(item, bins):\n    return -(bins - item)\n"
+
+
+def test_help_is_fast_and_lists_commands():
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "agents.cli", "--help"], capture_output=True, text=True, timeout=60)
+    elapsed = time.perf_counter() - t0
+    assert out.returncode == 0
+    for cmd in ("run", "resume", "runs", "show", "problems", "evaluate", "principles", "doctor"):
+        assert cmd in out.stdout
+    assert elapsed < 5.0  # about 0.3 s here; generous for a loaded CI machine
+    probe = subprocess.run([sys.executable, "-c", "import sys, agents.cli; print(sorted(m for m in "
+                            "('langgraph', 'litellm', 'llama_cpp', 'numpy', 'torch') if m in sys.modules))"],
+                           capture_output=True, text=True, timeout=60)
+    assert probe.stdout.strip() == "[]", probe.stdout
+
+
+def test_evaluate_json_success_and_failure(tmp_path):
+    good = tmp_path / "bf.py"
+    good.write_text(BEST_FIT)
+    res = runner.invoke(app, ["evaluate", "--problem", "bpp_online", "--heuristic", str(good), "--instances", "or3",
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["feasible"] is True and out["instances"] == "or3"
+    assert out["metrics"]["mean_bins"] == 212.0 and round(out["metrics"]["excess_percent"], 2) == 5.37
+    bad = tmp_path / "bad.py"
+    bad.write_text("def priority(item, bins):\n    while True:\n        pass\n")
+    slow = runner.invoke(app, ["evaluate", "-p", "bpp_online", "--heuristic", str(bad), "--instances", "train",
+                               "--json"])
+    # the evaluator's own timeout applies; the reply is still JSON
+    out = json.loads(slow.output)
+    assert slow.exit_code == 1 and out["feasible"] is False and "timeout" in out["error"]
+
+
+def test_evaluate_entry_and_errors(tmp_path):
+    f = tmp_path / "h.py"
+    f.write_text("import numpy as np\n\ndef tight(item, bins):\n    return -(bins - item)\n")
+    res = runner.invoke(app, ["evaluate", "-p", "bpp_online", "--heuristic", str(f), "--entry", "tight",
+                              "--instances", "train", "--json"])
+    assert res.exit_code == 0 and json.loads(res.output)["feasible"]
+    res = runner.invoke(app, ["evaluate", "-p", "nope", "--heuristic", str(f)])
+    assert res.exit_code == 2 and "unknown evaluator" in res.output
+    res = runner.invoke(app, ["evaluate", "-p", "bpp_online", "--heuristic", str(f), "--instances", "nope"])
+    assert res.exit_code == 2 and "unknown instance set" in res.output
+    res = runner.invoke(app, ["evaluate", "-p", "bpp_online", "--heuristic", str(f), "--json"])
+    assert res.exit_code == 1 and "priority" in json.loads(res.output)["error"]
+
+
+def test_run_show_runs_resume_with_a_replayed_model(tmp_path, fake_model, monkeypatch):
+    cassette = tmp_path / "c.jsonl"
+    with LocalExecutor(max_workers=2) as ex:
+        start_run(RunConfig(problem="bpp_online", model="fake", generations=1, population=2, offspring=2,
+                            init_samples=3, seed=3, kb=str(tmp_path / "kb0.sqlite"), run_dir=str(tmp_path / "rec"),
+                            test_set="train"), client=RecordingClient(fake_model, cassette), executor=ex)
+    monkeypatch.setenv("HIFO_RUNS", str(tmp_path / "runs"))
+    args = ["run", "-p", "bpp_online", "--model", f"replay:{cassette}", "-g", "1", "-n", "2", "--offspring", "2",
+            "--seed", "3", "--kb", str(tmp_path / "kb.sqlite"), "--test-set", "train", "--config",
+            str(_toml(tmp_path))]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "foresight" in res.output and "results:" in res.output
+    run_dir = next((tmp_path / "runs").iterdir())
+    assert (run_dir / "best.py").exists() and (run_dir / "summary.json").exists()
+    res = runner.invoke(app, ["runs", "--json"])
+    rows = json.loads(res.output)
+    assert rows[0]["problem"] == "bpp_online" and rows[0]["status"] == "finished"
+    res = runner.invoke(app, ["show", str(run_dir), "--json", "--prompts"])
+    data = json.loads(res.output)
+    assert [f["generation"] for f in data["foresight"]] == [0, 1] and data["best"] and data["prompts"]
+    res = runner.invoke(app, ["show", str(run_dir)])
+    assert res.exit_code == 0 and "foresight timeline" in res.output
+    res = runner.invoke(app, ["resume", str(run_dir)])
+    assert res.exit_code == 0  # finished: prints its summary again
+    res = runner.invoke(app, ["principles", "list", "--kb", str(tmp_path / "kb.sqlite"), "--json"])
+    assert res.exit_code == 0 and json.loads(res.output)
+
+
+def _toml(tmp_path: Path) -> Path:
+    p = tmp_path / "run.toml"
+    p.write_text("[run]\ninit_samples = 3\nhyper_lambda = 2\nworkers = 2\n")
+    return p
+
+
+def test_run_rejects_bad_input(tmp_path):
+    res = runner.invoke(app, ["run", "-p", "nope"])
+    assert res.exit_code == 2 and "unknown evaluator" in res.output
+    res = runner.invoke(app, ["run", "-p", "bpp_online", "-g", "-3"])
+    assert res.exit_code == 2
+    res = runner.invoke(app, ["run", "-p", "bpp_online", "--config", str(tmp_path / "missing.toml")])
+    assert res.exit_code == 2 and "does not exist" in res.output
+    res = runner.invoke(app, ["resume", str(tmp_path)])
+    assert res.exit_code == 2 and "not a hifo run directory" in res.output
+
+
+def test_doctor_json():
+    res = runner.invoke(app, ["doctor", "--json"])
+    assert res.exit_code == 0
+    rep = json.loads(res.output)
+    assert {"model backends", "sandbox isolation", "optional packages"} <= set(rep)
+
+
+@pytest.mark.model
+def test_real_embedded_model_runs_a_tiny_search(tmp_path):
+    """The main run path with the real embedded Gemma 3 270M (no network)."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is a hard dependency; it must be installed")
+    res = runner.invoke(app, ["run", "-p", "bpp_online", "--model", "local", "-g", "1", "-n", "2", "--offspring", "2",
+                              "--seed", "1", "--kb", str(tmp_path / "kb.sqlite"), "--run-dir", str(tmp_path / "run"),
+                              "--test-set", "train", "--config", str(_toml(tmp_path))])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["model_usage"]["calls"] >= 3 and summary["model_usage"]["completion_tokens"] > 0
+    assert summary["best"]["objective"] <= summary["baselines"]["best_fit"] + 1e-9
