@@ -20,6 +20,8 @@ BUILTIN: dict[str, str] = {
     "tsp_construct": "evaluators.tsp_construct:TSPConstruct",
     "optwvp_route": "evaluators.optwvp_route:OPTWVPRoute",
     "optwvp_service": "evaluators.optwvp_service:OPTWVPService",
+    "optimizer_update": "evaluators.optimizer_update:OptimizerUpdate",
+    "newton_schulz": "evaluators.newton_schulz:NewtonSchulzSchedule",
 }
 
 

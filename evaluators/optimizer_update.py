@@ -1,0 +1,185 @@
+"""Evolving the update rule of a matrix optimizer (Muon and AdamW as seeds).
+
+The algorithm is a fixed-budget training run (:class:`problems.optimizers.TrainingRun`): a small
+network is trained for a fixed number of minibatch steps; every hidden weight matrix is updated
+by the candidate ``update`` function (:class:`problems.optimizers.RuleOptimizer`), the other
+parameters by a fixed AdamW. The metric is the validation loss after the budget, averaged over
+tasks and seeds.
+
+Trust. The child trains and returns the final parameters only. The parent loads them into a
+fresh model and computes the validation (and training) loss itself on the validation split,
+which never enters the sandbox. So a candidate cannot report its own fitness; forged, missing,
+mis-shaped or non-finite parameters are rejected (``InfeasibleSolution``); whatever parameters
+come back are judged on data the candidate never saw. What this cannot prove is that the
+parameters came from exactly ``steps`` updates: a candidate that tampers with the trusted loop
+inside the sandbox could train longer, bounded by the per-run wall-clock budget and the sandbox's
+CPU and time limits (and it would still be judged on held-out data).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any, Callable
+
+import torch
+
+from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from problems.optimizers import RuleOptimizer, TrainingRun, held_out_metrics, split_params
+
+# (task, seed, steps, batch size, wall-clock budget in seconds) per instance set.
+RUNS: dict[str, tuple[tuple[str, int, int, int, float], ...]] = {
+    "train": (("digits_mlp", 0, 100, 64, 8.0), ("markov_lm", 0, 150, 16, 10.0)),
+    "test": (("digits_mlp", 1, 300, 64, 30.0), ("digits_mlp", 2, 300, 64, 30.0),
+             ("digits_cnn", 1, 300, 64, 30.0), ("digits_cnn", 2, 300, 64, 30.0),
+             ("markov_lm", 1, 300, 16, 30.0), ("markov_lm", 2, 300, 16, 30.0)),
+}
+
+_DOCSTRING = """Returns the step for one weight matrix of a neural network (an optimizer's update rule).
+
+Called once per hidden weight matrix at every training step; the weight becomes W - delta.
+
+Args:
+    grad: Gradient of the minibatch loss w.r.t. this weight, np.ndarray (m, n) float32.
+        Conv filters arrive flattened to (out_channels, in_channels * kh * kw).
+    momentum: Exponential moving average of the gradients,
+        momentum = 0.95 * momentum + 0.05 * grad, already including this step's grad (m, n).
+    weight: Current value of the weight (a copy), np.ndarray (m, n).
+    state: Dict private to this weight matrix, kept between steps (empty at step 1);
+        store any arrays or numbers your rule needs.
+    step: Step number, 1-based.
+    total_steps: Number of steps in the training run.
+
+Return:
+    delta: np.ndarray of shape (m, n) with finite values (the weight becomes W - delta).
+"""
+
+_MUON_BODY = """    # Muon: Nesterov momentum, orthogonalised by 5 quintic Newton-Schulz steps.
+    g = grad + 0.95 * (momentum - grad)
+    x = g / (np.linalg.norm(g) + 1e-7)
+    tall = x.shape[0] > x.shape[1]
+    if tall:
+        x = x.T
+    a, b, c = 3.4445, -4.7750, 2.0315
+    for _ in range(5):
+        s = x @ x.T
+        x = a * x + (b * s + c * s @ s) @ x
+    if tall:
+        x = x.T
+    lr = 0.02
+    return lr * max(1.0, grad.shape[0] / grad.shape[1]) ** 0.5 * x
+"""
+
+_ADAMW_BODY = """    # AdamW (Adam moments with bias correction; decoupled weight decay).
+    lr, beta1, beta2, eps, weight_decay = 1e-2, 0.9, 0.95, 1e-10, 0.0
+    if not state:
+        state["m"] = np.zeros_like(grad)
+        state["v"] = np.zeros_like(grad)
+    state["m"] = beta1 * state["m"] + (1 - beta1) * grad
+    state["v"] = beta2 * state["v"] + (1 - beta2) * grad * grad
+    m_hat = state["m"] / (1 - beta1 ** step)
+    v_hat = state["v"] / (1 - beta2 ** step)
+    return lr * (m_hat / (np.sqrt(v_hat) + eps) + weight_decay * weight)
+"""
+
+_SGD_BODY = """    # SGD with (EMA) momentum.
+    return 0.5 * momentum
+"""
+
+_TEMPLATE = FunctionTemplate(
+    name="update",
+    signature="def update(grad: np.ndarray, momentum: np.ndarray, weight: np.ndarray, state: dict, "
+              "step: int, total_steps: int) -> np.ndarray:",
+    docstring=_DOCSTRING,
+    baseline_body=_MUON_BODY,
+)
+
+
+def _source(body: str) -> str:
+    return f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(body)}"
+
+
+@lru_cache(maxsize=None)
+def _load(instance_set: str) -> tuple[TrainingRun, ...]:
+    if instance_set not in RUNS:
+        raise KeyError(f"unknown instance set {instance_set!r} for optimizer_update; "
+                       f"known: {', '.join(RUNS)}")
+    return tuple(TrainingRun.make(*spec) for spec in RUNS[instance_set])
+
+
+class OptimizerUpdate(Evaluator):
+    """Fixed-budget training with an evolved matrix update rule; metric: validation loss.
+
+    Instance sets: ``train`` (digits MLP for 100 steps and the Markov-corpus transformer for
+    150, one seed) and ``test`` (digits MLP, digits CNN and the transformer, 300 steps, two seeds
+    each).
+    Per instance: ``val_loss``, ``val_accuracy``, ``train_loss``, ``train_accuracy`` (all
+    recomputed by the parent); aggregated: their means.
+    """
+
+    name = "optimizer_update"
+    description = (
+        "Design the update rule of a neural-network optimizer for weight matrices. At every "
+        "training step the function receives the gradient of one hidden weight matrix, an "
+        "exponential moving average of its gradients (momentum 0.95), the current weight, a "
+        "per-matrix state dict and the step counter, and returns the step delta (the weight "
+        "becomes W - delta). Biases, embeddings and output layers are trained by a fixed AdamW "
+        "(learning rate 1e-2). "
+        "Each run has a fixed number of steps (100-150 for training, 300 for testing) on small "
+        "networks: an MLP and a small CNN classifying 8x8 digit images (matrices 64x64, 8x9, "
+        "16x72) and a one-block transformer language model (matrices 96x32, 32x32, 128x32, "
+        "32x128). The goal is the lowest validation loss after the budget. Known good rules: "
+        "Muon (orthogonalise the Nesterov momentum with a few Newton-Schulz iterations, learning "
+        "rate about 0.02) and AdamW (learning rate about 1e-2). Keep each call cheap: runs have a "
+        "wall-clock budget."
+    )
+    direction = "minimize"
+    primary_metric = "val_loss"
+    template = _TEMPLATE
+    instance_sets = ("train", "test")
+    limits = Limits(timeout_s=240.0, cpu_s=300, memory_mb=8192)  # torch needs a large address space
+    baselines = {"muon": _source(_MUON_BODY), "adamw": _source(_ADAMW_BODY),
+                 "sgd_momentum": _source(_SGD_BODY)}
+    # Measured in-process, one torch thread, float32 (the train figures are re-measured by
+    # tests/evaluators/test_optimizers_update.py, the test figures by its slow test).
+    reference_figures = {
+        "muon": {"train": {"val_loss": 1.2820, "val_accuracy": 0.6018},
+                 "test": {"val_loss": 0.7426, "val_accuracy": 0.7670}},
+        "adamw": {"train": {"val_loss": 1.3784, "val_accuracy": 0.5586},
+                  "test": {"val_loss": 0.7699, "val_accuracy": 0.7595}},
+        "sgd_momentum": {"train": {"val_loss": 1.4051, "val_accuracy": 0.5418},
+                         "test": {"val_loss": 0.9255, "val_accuracy": 0.7026}},
+    }
+    tags = ("optimizer", "muon", "adamw", "deep learning", "torch")
+
+    def load_instances(self, instance_set: str) -> list[TrainingRun]:
+        return list(_load(instance_set))
+
+    @staticmethod
+    def solve(heuristic: Callable[..., Any], instance: TrainingRun) -> dict[str, Any]:
+        """Train with ``heuristic`` as the matrix update rule; return the final parameters."""
+        torch.set_num_threads(1)
+
+        def optimizer_for(model: torch.nn.Module) -> RuleOptimizer:
+            hidden, rest = split_params(model)
+            return RuleOptimizer(heuristic, hidden, rest, total_steps=instance.steps)
+
+        model, losses = instance.run(optimizer_for)
+        params = {n: p.detach().reshape(-1).tolist() for n, p in model.named_parameters()}
+        return {"params": params, "last_train_losses": losses[-5:]}  # the losses are not trusted
+
+    def score(self, instance: TrainingRun, solution: Any) -> dict[str, float]:
+        if not isinstance(solution, dict) or "params" not in solution:
+            raise InfeasibleSolution(f"{instance.task}: the solution must be a dict with 'params'")
+        try:
+            metrics = held_out_metrics(instance.task, solution["params"])
+        except ValueError as exc:
+            raise InfeasibleSolution(f"{instance.task} seed {instance.seed}: {exc}") from None
+        if not all(map(_finite, metrics.values())):
+            raise InfeasibleSolution(f"{instance.task} seed {instance.seed}: the trained model's loss "
+                                     f"is not finite ({metrics})")
+        return metrics
+
+
+def _finite(x: float) -> bool:
+    return math.isfinite(x)

@@ -1,0 +1,131 @@
+"""evaluators.optimizer_update: baselines reach their figures; the parent catches forgeries."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from evaluators.base import InfeasibleSolution
+from evaluators.optimizer_update import OptimizerUpdate
+from problems.optimizers import BudgetExceeded, InvalidUpdate, build_model, state_to_lists
+
+
+@pytest.fixture(scope="module")
+def ev():
+    before = torch.get_num_threads()
+    yield OptimizerUpdate()
+    torch.set_num_threads(before)  # solve() pins one thread, as it does in the sandbox child
+
+
+def compiled(source: str, entry: str = "update"):
+    namespace: dict = {}
+    exec(source, namespace)
+    return namespace[entry]
+
+
+def run(ev, heuristic, instance):
+    """solve in-process, then round-trip through JSON as the sandbox does, then score."""
+    return ev.score(instance, json.loads(json.dumps(ev.solve(heuristic, instance))))
+
+
+@pytest.fixture(scope="module")
+def train_scores(ev):
+    instances = ev.load_instances("train")
+    return {name: ev.aggregate([run(ev, compiled(src), inst) for inst in instances])
+            for name, src in ev.baselines.items()}
+
+
+def test_declaration(ev):
+    assert ev.name == "optimizer_update" and ev.direction == "minimize" and ev.primary_metric == "val_loss"
+    assert isinstance(inspect.getattr_static(OptimizerUpdate, "solve"), staticmethod)
+    assert set(ev.baselines) == {"muon", "adamw", "sgd_momentum"}
+    assert ev.limits.memory_mb >= 8192
+    assert ev.template.signature.startswith("def update(grad: np.ndarray, momentum: np.ndarray")
+    with pytest.raises(KeyError):
+        ev.load_instances("nope")
+
+
+def test_baselines_reach_their_reference_figures(ev, train_scores):
+    for name, agg in train_scores.items():
+        assert agg["val_loss"] == pytest.approx(ev.reference_figures[name]["train"]["val_loss"], rel=0.02), name
+
+
+def test_muon_beats_adamw_and_sgd_within_the_budget(train_scores):
+    loss = {name: agg["val_loss"] for name, agg in train_scores.items()}
+    assert loss["muon"] < loss["adamw"] < loss["sgd_momentum"]
+
+
+def test_validation_data_never_reaches_the_child(ev):
+    for inst in ev.load_instances("train"):
+        assert set(f.name for f in dataclasses.fields(inst)) == {"task", "seed", "steps", "batch_size",
+                                                                  "time_budget_s", "train"}
+
+
+def test_score_rejects_forged_solutions(ev):
+    inst = ev.load_instances("train")[0]  # digits MLP
+    params = state_to_lists(build_model(inst.task, 0))
+    for forged in ({}, [], {"params": {}}, {"params": dict(params, **{"layers.0.weight": [0.0]})},
+                   {"params": dict(params, **{"layers.1.bias": [float("inf")] * 64})},
+                   {"params": {k: v for k, v in params.items() if "bias" not in k}},
+                   {"params": "trust me"}):
+        with pytest.raises(InfeasibleSolution):
+            ev.score(inst, forged)
+
+
+def test_claimed_losses_are_ignored_the_parent_measures(ev):
+    inst = ev.load_instances("train")[0]
+    untrained = state_to_lists(build_model(inst.task, 123))
+    liar = {"params": untrained, "last_train_losses": [0.0] * 5, "val_loss": 0.0}
+    metrics = ev.score(inst, liar)
+    assert metrics["val_loss"] > 2.0  # an untrained 10-class classifier: about log(10)
+
+
+def test_bad_updates_fail_with_a_clear_reason(ev):
+    inst = ev.load_instances("train")[0]
+    small = dataclasses.replace(inst, steps=3)
+    for body, match in (("return grad[:2]", "shape"), ("return np.full_like(grad, np.inf)", "NaN or infinity"),
+                        ("return None", "shape")):
+        bad = compiled("import numpy as np\n"
+                       f"def update(grad, momentum, weight, state, step, total_steps):\n    {body}\n")
+        with pytest.raises(InvalidUpdate, match=match):
+            ev.solve(bad, small)
+
+
+def test_a_slow_rule_runs_out_of_its_time_budget(ev):
+    inst = dataclasses.replace(ev.load_instances("train")[0], steps=50, time_budget_s=0.3)
+    slow = compiled("import time\ndef update(grad, momentum, weight, state, step, total_steps):\n"
+                    "    time.sleep(0.05)\n    return 0.01 * momentum\n")
+    with pytest.raises(BudgetExceeded):
+        ev.solve(slow, inst)
+
+
+def test_a_diverging_rule_is_caught(ev):
+    inst = dataclasses.replace(ev.load_instances("train")[0], steps=30)
+    wild = compiled("def update(grad, momentum, weight, state, step, total_steps):\n    return -1e6 * grad\n")
+    with pytest.raises((FloatingPointError, InvalidUpdate)):
+        ev.solve(wild, inst)
+
+
+@pytest.mark.slow
+def test_through_the_sandbox(ev):
+    from agents.evaluation import CandidateEvaluator
+    from sandbox import LocalExecutor
+
+    with LocalExecutor(max_workers=1) as executor:
+        score = CandidateEvaluator(ev, "train", executor).evaluate(ev.baselines["muon"])
+    assert score.feasible, score.error
+    assert score.objective == pytest.approx(ev.reference_figures["muon"]["train"]["val_loss"], rel=0.02)
+    assert np.isfinite(score.fitness)
+
+
+@pytest.mark.slow
+def test_test_set_figures(ev):
+    instances = ev.load_instances("test")
+    for name in ("muon", "adamw"):
+        agg = ev.aggregate([run(ev, compiled(ev.baselines[name]), inst) for inst in instances])
+        assert agg["val_loss"] == pytest.approx(ev.reference_figures[name]["test"]["val_loss"], rel=0.02), name
