@@ -19,8 +19,6 @@ from agents.llm.base import BudgetExceeded, Completion, LLMClient, LLMError, Mes
 _TRANSIENT_STATUS = {408, 409, 425, 429}
 _TRANSIENT_NAMES = ("Timeout", "TimedOut", "RateLimit", "APIConnectionError", "ConnectError", "ConnectionError",
                     "ServiceUnavailable", "InternalServerError", "BadGateway", "Overloaded", "RemoteProtocolError")
-_PERMANENT_NAMES = ("Authentication", "PermissionDenied", "BadRequest", "NotFound", "InvalidRequest",
-                    "UnprocessableEntity", "ContextWindowExceeded", "ContentPolicy", "UnsupportedParams")
 
 
 def status_of(exc: BaseException) -> int | None:
@@ -32,15 +30,14 @@ def status_of(exc: BaseException) -> int | None:
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Worth another try: timeouts, rate limits, 5xx, dropped connections. Not: auth and other 4xx."""
-    names = [k.__name__ for k in type(exc).__mro__]
-    if any(p in n for n in names for p in _PERMANENT_NAMES):
-        return False
-    if any(p in n for n in names for p in _TRANSIENT_NAMES):
-        return True
+    """Worth another try: timeouts, rate limits, 5xx, dropped connections. Not: auth and other 4xx.
+    An HTTP status, when the error carries one, decides; otherwise the class names do."""
     status = status_of(exc)
     if status is not None:
         return status in _TRANSIENT_STATUS or status >= 500
+    names = [k.__name__ for k in type(exc).__mro__]
+    if any(p in n for n in names for p in _TRANSIENT_NAMES):
+        return True
     return isinstance(exc, (TimeoutError, ConnectionError))
 
 

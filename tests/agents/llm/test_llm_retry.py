@@ -98,4 +98,6 @@ def test_a_call_that_hangs_times_out_and_is_retried():
 def test_classification():
     assert is_transient(WrappedError()) and is_transient(HTTPError(429)) and is_transient(HTTPError(408))
     assert not is_transient(ValueError("x")) and not is_transient(AuthenticationError())
+    auth_via_proxy = type("APIConnectionError", (Exception,), {"status_code": 401})()
+    assert not is_transient(auth_via_proxy)  # a status, when present, outranks the class name
     assert rejects_request(HTTPError(400)) and not rejects_request(HTTPError(401))
