@@ -73,6 +73,8 @@ def run(
     workers: Optional[int] = typer.Option(None, "--workers"),
     record: Optional[Path] = typer.Option(None, "--record", help="write a replay cassette of every model call"),
     no_distill: bool = typer.Option(False, "--no-distill", help="no model-written principles (contrast ones still)"),
+    model_principles: Optional[str] = typer.Option(None, "--model-principles",
+                                                   help="auto (default: on for chat models, off for base models) | on | off"),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file with run settings ([run] table)"),
 ) -> None:
     """Launch a heuristic search."""
@@ -84,7 +86,8 @@ def run(
                      offspring=offspring, max_evaluations=max_evaluations, max_cost=max_cost, max_calls=max_calls,
                      max_wall_s=max_wall, run_dir=str(run_dir) if run_dir else None, kb=str(kb) if kb else None,
                      seed=seed, train_set=train_set, test_set=test_set, workers=workers,
-                     record=str(record) if record else None, distill=False if no_distill else None)
+                     record=str(record) if record else None, distill=False if no_distill else None,
+                     model_principles=model_principles)
     try:
         cfg = load_config(config, overrides)
     except (ValidationError, FileNotFoundError) as exc:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -39,6 +39,10 @@ class RunConfig(BaseModel):
     recall_k: int = Field(5, ge=0, le=50)
     cross_problem: bool = True
     distill: bool = True
+    model_principles: Literal["auto", "on", "off"] = Field(
+        "auto", description="model-written principles: auto = on for chat models, off for base models")
+    recall_min_utility: float = Field(-0.25, ge=-1, le=1, description="hide principles below this utility "
+                                      "once credited twice")
     kb: str | None = None
     run_dir: str | None = None
     record: str | None = Field(None, description="write a replay cassette of every model call here")

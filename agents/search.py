@@ -118,8 +118,11 @@ class SearchNodes:
     def recall(self, state: RunState) -> RunState:
         if self.cfg.recall_k <= 0:
             return {"recalled": []}
-        got = self.rt.kb.recall(self.ev.name, self.ev.description, k=self.cfg.recall_k,
-                                cross_problem=self.cfg.cross_problem)
+        # principles that keep hurting (credited at least twice, utility below the floor) stay
+        # in the store, with their record, but are not shown again
+        got = [p for p in self.rt.kb.recall(self.ev.name, self.ev.description, k=3 * self.cfg.recall_k,
+                                            cross_problem=self.cfg.cross_problem)
+               if not (p.uses >= 2 and p.utility < self.cfg.recall_min_utility)][: self.cfg.recall_k]
         self.rt.emit("recall", generation=state["generation"],
                      principles=[{"id": p.id, "problem": p.problem, "utility": round(p.utility, 4), "text": p.text}
                                  for p in got])
@@ -216,8 +219,10 @@ class SearchNodes:
         n = int(round(self.cfg.hyper_lambda * state.get("weights", {}).get("hyper", 0.0)))
         if gen == 0 or n <= 0:
             return 0
-        pop = sorted(self._pop(state.get("population", [])), key=lambda c: -(c.fitness or -math.inf))
-        elite = next((c for c in pop if find_constants(c.code, self.ev.template.name)), None)
+        # the best candidate of the whole run that has constants to tune (the population's best
+        # may have none: Best Fit's `-(bins - item)` has nothing to tune)
+        archive = [c for c in store.candidates("status='evaluated' AND feasible=1", order="fitness DESC, id")]
+        elite = next((c for c in archive if find_constants(c.code, self.ev.template.name)), None)
         if elite is None:
             return 0
         st = hyper.HyperState(**(store.marker(f"hyper:{elite.code_hash}") or {}))
@@ -322,7 +327,7 @@ class SearchNodes:
             p = kb.add(text, tags=list(tags), problem=self.ev.name, source="contrast",
                        provenance={"run_id": run, "generation": gen, "candidate_ids": ids})
             added.append(p.id)
-        if self.cfg.distill and elites:
+        if self.cfg.distill and elites and self._model_principles():
             pr = render_distill(self.style, evaluator=self.ev, elites=[_view(c) for c in elites[:3]],
                                 weak=[(c.code, c.error or f"{self.ev.primary_metric} = {c.objective}")
                                       for c in weak[-2:] if c.code])
@@ -346,6 +351,12 @@ class SearchNodes:
         self.rt.started = time.time()
         self.rt.emit("distill", generation=gen, principles=added)
         return {"generation": gen + 1}
+
+    def _model_principles(self) -> bool:
+        """Model-written principles: on for chat models; off by default for small base models,
+        whose prose we measured to be mostly noise (contrast principles are always derived)."""
+        mode = self.cfg.model_principles
+        return mode == "on" or (mode == "auto" and self.style == "chat")
 
     def route(self, state: RunState) -> str:
         cfg = self.cfg
