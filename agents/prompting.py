@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from string import Template
@@ -45,6 +45,7 @@ class RenderedPrompt:
     messages: list[dict[str, str]]
     prefix: str  # completion style: the tail the reply continues (for code extraction)
     stop: list[str]
+    versions: dict[str, str] = field(default_factory=dict)  # completion style: name -> source of v0, v1, ...
 
 
 def _score_text(p: ParentView, metric: str, direction: str) -> str:
@@ -118,8 +119,10 @@ def render_operator(
     shown = list(parents) or [ParentView(tpl.baseline_source(), "baseline", None, -math.inf)]
     shown = sorted(shown, key=lambda p: p.fitness)
     blocks = []
+    versions: dict[str, str] = {}
     for i, p in enumerate(shown):
         body = _rename(_strip_imports(_strip_docstrings(p.code)), entry, f"{entry}_v{i}")
+        versions[f"{entry}_v{i}"] = _rename(_strip_imports(p.code), entry, f"{entry}_v{i}")
         blocks.append(f"# score: {_score_text(p, metric, direction)}\n{body}\n")
     last = len(shown) - 1
     doc = load_template("completion", operator).substitute(entry=entry, last=last).strip()
@@ -132,7 +135,27 @@ def render_operator(
         principles_comments=principles_comments, directive=directive or "(none)",
         imports=tpl.imports, parents_code="\n\n".join(blocks), next_def=next_def).rstrip("\n") + "\n"
     stop = ["\ndef ", "\nclass ", "\n#", "\nif __name__", "\n@", '\n"""', "\nprint("]
-    return RenderedPrompt(operator, style, [{"role": "prompt", "content": text}], next_def, stop)
+    return RenderedPrompt(operator, style, [{"role": "prompt", "content": text}], next_def, stop, versions)
+
+
+def link_versions(code: str, entry: str, versions: dict[str, str]) -> str:
+    """FunSearch-style prompts show earlier versions ``entry_v0``, ``entry_v1`` ... in one file,
+    so a base model's new version often calls one of them. Append the sources of the versions
+    the code refers to (transitively), so the candidate is self-contained."""
+    import re
+
+    added: list[str] = []
+    pending = set(re.findall(rf"\b{re.escape(entry)}_v\d+\b", code))
+    done: set[str] = set()
+    while pending:
+        name = pending.pop()
+        done.add(name)
+        src = versions.get(name)
+        if src is None or re.search(rf"^def {re.escape(name)}\(", code, re.M):
+            continue
+        added.append(src.strip())
+        pending |= set(re.findall(rf"\b{re.escape(entry)}_v\d+\b", src)) - done
+    return code if not added else code.rstrip("\n") + "\n\n\n" + "\n\n\n".join(added) + "\n"
 
 
 def render_distill(

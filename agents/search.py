@@ -25,7 +25,8 @@ from agents.config import RunConfig
 from agents.evaluation import CandidateEvaluator
 from agents.foresight import decide
 from agents.llm.base import BudgetExceeded, LLMError
-from agents.prompting import LLM_OPERATORS, N_PARENTS, ParentView, parse_principles, render_distill, render_operator
+from agents.prompting import (LLM_OPERATORS, N_PARENTS, ParentView, link_versions, parse_principles, render_distill,
+                              render_operator)
 from agents.rundb import CandidateRow, RunStore
 from evaluators.base import Evaluator
 from knowledge_base import KnowledgeBase, contrast_principles, gain_scale, offspring_gain
@@ -201,6 +202,8 @@ class SearchNodes:
             except CodeError as exc:
                 store.add_candidate(code=text[:4000], code_hash=None, status="invalid", error=str(exc), **common)
                 continue
+            if pr.versions:
+                ex = type(ex)(code=link_versions(ex.code, self.ev.template.name, pr.versions), thought=ex.thought)
             h = normalized_hash(ex.code)
             dup = h in seen or store.has_hash(h)
             seen.add(h)

@@ -76,3 +76,17 @@ def test_distill_prompts_and_parsing():
     assert cp.messages[0]["content"].endswith("# 1.\n")
     assert parse_principles(" Tight fits reduce the number of bins opened later on.\n# 2. x", cp.prefix) == \
         ["Tight fits reduce the number of bins opened later on."]
+
+
+def test_completion_reply_calling_an_earlier_version_is_linked():
+    from agents.prompting import link_versions
+
+    pr = render_operator("completion", "e1", evaluator=EV, parents=[P1, P2], principles=[], directive="")
+    ex = extract_code("    return priority_v1(item, bins) * 2 + 0.1\n", "priority", TPL.imports, pr.prefix)
+    code = link_versions(ex.code, "priority", pr.versions)
+    assert "def priority_v1(" in code and "def priority_v0(" not in code
+    ns: dict = {}
+    exec(compile(code, "<cand>", "exec"), ns)
+    import numpy as np
+
+    assert ns["priority"](3.0, np.array([5.0, 4.0])).tolist() == [-3.9, -1.9]
