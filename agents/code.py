@@ -122,6 +122,10 @@ def check_source(code: str, entry: str, arg_names: list[str] | None = None) -> a
         tree = ast.parse(code)
     except SyntaxError as exc:
         raise CodeError(f"syntax error: {exc.msg} (line {exc.lineno})") from None
+    try:  # the compiler catches what the parser lets through ('continue' outside a loop, ...)
+        compile(tree, "<candidate>", "exec")
+    except SyntaxError as exc:
+        raise CodeError(f"syntax error: {exc.msg} (line {exc.lineno})") from None
     func = _find_function(tree, entry, fallback_any=False)
     if func is None or func.name != entry:
         raise CodeError(f"no top-level function named {entry!r}")

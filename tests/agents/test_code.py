@@ -42,6 +42,11 @@ def test_bad_replies_raise(reply):
         extract_code(reply, ENTRY)
 
 
+def test_compile_time_errors_are_caught_statically():
+    with pytest.raises(CodeError, match="continue"):
+        check_source("def priority(a, b):\n    continue\n", ENTRY)
+
+
 def test_size_cap_and_arg_check():
     with pytest.raises(CodeError):
         check_source("def priority(a, b):\n    return 1\n" + "#" * 30_000, ENTRY)
