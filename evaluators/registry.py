@@ -22,6 +22,8 @@ BUILTIN: dict[str, str] = {
     "optwvp_service": "evaluators.optwvp_service:OPTWVPService",
     "optimizer_update": "evaluators.optimizer_update:OptimizerUpdate",
     "newton_schulz": "evaluators.newton_schulz:NewtonSchulzSchedule",
+    "milp_primal": "evaluators.milp_primal:MILPPrimal",
+    "fmip_guidance": "evaluators.fmip_guidance:FMIPGuidance",
 }
 
 

@@ -1,0 +1,219 @@
+"""MILP primal heuristic slot: a variable-scoring / rounding function that seeds HiGHS.
+
+The candidate sees the LP relaxation (primal point, reduced costs) and the instance data and
+returns, for every variable, a proposed value and a confidence. The trusted algorithm then
+does what neural diving (Nair et al. 2020) and FMIP's hand-off do: integer variables with
+confidence >= ``FIX_THRESHOLD`` are fixed to their (rounded, clipped) values, the whole proposal
+is passed to HiGHS as a starting solution, and HiGHS solves the sub-MIP within the time limit;
+if the fixing made it infeasible (or no solution was found in its 60% share of the time), the
+full MIP is solved with the proposal as a hint for the remaining time. The time limit covers
+the whole pipeline: the LP and the candidate's own running time are taken off HiGHS's budget
+(HiGHS always gets at least 0.05 s), so a slow heuristic pays for its time.
+
+Metrics (per instance; the parent verifies rows, bounds and integrality of the returned vector
+itself and recomputes the objective from it):
+
+* ``primal_gap`` (primary): Berthold's primal gap of the verified objective against a stored
+  best-known objective (``evaluators/data/milp/best_known.json``, HiGHS with a long time limit;
+  regenerate with ``python -m evaluators.milp_primal``); a better-than-known solution counts 0.
+* ``primal_integral``: the primal integral over the time limit of the improving-solution
+  trajectory. Its times are measured in the child, so this metric is informative, not
+  tamper-proof; its objectives must be non-increasing and end at the verified objective.
+* ``fixed_fraction``, ``fallback``: how much was fixed and whether the full MIP was needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from problems.milp import (InfeasiblePoint, MILPInstance, check_solution, collection,
+                           dive_and_solve, primal_gap, primal_integral, solve_highs, solve_lp)
+
+DATA = Path(__file__).parent / "data" / "milp" / "best_known.json"
+FIX_THRESHOLD = 0.9
+TIME_LIMIT = {"train": 0.4, "test": 2.0}
+REF_TIME_LIMIT = 30.0  # HiGHS budget behind the stored best-known objectives
+
+_DOCSTRING = """Proposes a value and a confidence for every variable of a MILP, from its LP relaxation.
+
+The MILP is: minimise c @ x subject to row_lo <= A @ x <= row_hi, lb <= x <= ub, and x[j]
+integer where is_int[j] (maximisation problems are given negated, so always minimise).
+
+Args:
+    x_lp: LP-relaxation optimum, shape (n,).
+    reduced_cost: LP reduced costs, shape (n,).
+    c: objective coefficients, shape (n,).
+    A: constraint matrix, a scipy.sparse CSR matrix of shape (m, n).
+    row_lo, row_hi: row bounds, shape (m,) (may contain -inf / +inf).
+    lb, ub: variable bounds, shape (n,).
+    is_int: boolean mask of integer variables, shape (n,).
+
+Return:
+    (values, confidence): two float arrays of shape (n,). Integer variables with
+    confidence >= 0.9 are fixed to round(values) (clipped to the bounds) before HiGHS solves
+    the rest; all values are given to HiGHS as a starting solution. Fixing too much can make
+    the sub-problem infeasible (then the full problem is solved, losing time); fixing well
+    makes HiGHS find good solutions fast.
+"""
+
+_TEMPLATE = FunctionTemplate(
+    name="primal_heuristic",
+    signature=("def primal_heuristic(x_lp: np.ndarray, reduced_cost: np.ndarray, c: np.ndarray, A, "
+               "row_lo: np.ndarray, row_hi: np.ndarray, lb: np.ndarray, ub: np.ndarray, "
+               "is_int: np.ndarray) -> tuple[np.ndarray, np.ndarray]:"),
+    docstring=_DOCSTRING,
+    baseline_body=("    # Fix integer variables whose LP value is already integral (RENS-like).\n"
+                   "    values = np.where(is_int, np.round(x_lp), x_lp)\n"
+                   "    frac = np.abs(x_lp - np.round(x_lp))\n"
+                   "    confidence = np.where(is_int, 1.0 - 2.0 * frac, 0.0)\n"
+                   "    return values, confidence\n"),
+)
+
+_HINT_ONLY_BODY = ("    # Fix nothing: HiGHS alone, started from the rounded LP point.\n"
+                   "    return np.where(is_int, np.round(x_lp), x_lp), np.zeros_like(x_lp)\n")
+
+
+def fingerprint(inst: MILPInstance) -> str:
+    """Short hash of the instance data, so stored references cannot drift from the generator."""
+    h = hashlib.sha256()
+    for arr in (inst.c, inst.A.data, inst.A.indices, inst.A.indptr, inst.row_lo, inst.row_hi,
+                inst.lb, inst.ub, inst.is_int):
+        h.update(np.ascontiguousarray(arr).tobytes())
+    return h.hexdigest()[:16]
+
+
+@lru_cache(maxsize=1)
+def best_known() -> dict[str, dict]:
+    return json.loads(DATA.read_text())
+
+
+@lru_cache(maxsize=None)
+def _load(instance_set: str) -> tuple[dict, ...]:
+    if instance_set not in TIME_LIMIT:
+        raise KeyError(f"unknown instance set {instance_set!r} for milp_primal; known: train, test")
+    refs = best_known()
+    out = []
+    for inst in collection(instance_set):
+        ref = refs[inst.name]
+        if ref["fingerprint"] != fingerprint(inst):
+            raise RuntimeError(f"{inst.name}: generator output differs from the stored reference; "
+                               "rerun `python -m evaluators.milp_primal`")
+        out.append({"milp": inst, "time_limit": TIME_LIMIT[instance_set],
+                    "best_known": float(ref["objective"])})
+    return tuple(out)
+
+
+def run_primal_heuristic(heuristic: Callable[..., Any], inst: MILPInstance, time_limit: float,
+                         fix_threshold: float = FIX_THRESHOLD) -> dict[str, Any]:
+    start = time.perf_counter()
+    lp = solve_lp(inst)
+    values, confidence = heuristic(lp.x.copy(), lp.reduced_cost.copy(), inst.c.copy(), inst.A.copy(),
+                                   inst.row_lo.copy(), inst.row_hi.copy(), inst.lb.copy(),
+                                   inst.ub.copy(), inst.is_int.copy())
+    values = np.asarray(values, float).reshape(-1)
+    confidence = np.asarray(confidence, float).reshape(-1)
+    if values.shape != (inst.n_vars,) or confidence.shape != (inst.n_vars,):
+        raise ValueError(f"heuristic must return two arrays of shape ({inst.n_vars},)")
+    spent = time.perf_counter() - start  # the LP and the heuristic count against the budget
+    res = dive_and_solve(inst, values, confidence, fix_threshold, max(time_limit - spent, 0.05),
+                         t_offset=spent)
+    return {"x": None if res.x is None else res.x.tolist(), "stage": res.stage,
+            "n_fixed": res.n_fixed, "trajectory": [[float(t), float(o)] for t, o in res.trajectory]}
+
+
+def score_primal(instance: dict, solution: Any) -> dict[str, float]:
+    """Trusted verification shared in spirit with ``fmip_guidance`` (kept local: evaluators
+    import only from problems/ and evaluators.base)."""
+    inst: MILPInstance = instance["milp"]
+    if not isinstance(solution, dict) or solution.get("x") is None:
+        raise InfeasibleSolution(f"{inst.name}: no solution returned")
+    try:
+        x = check_solution(inst, solution["x"])
+    except InfeasiblePoint as exc:
+        raise InfeasibleSolution(f"{inst.name}: {exc}") from None
+    obj = inst.objective(x)
+    best = instance["best_known"]
+    gap = primal_gap(obj, min(obj, best))
+    traj = []
+    for item in solution.get("trajectory") or []:
+        t, o = float(item[0]), float(item[1])
+        if math.isfinite(t) and math.isfinite(o):
+            traj.append((t, max(o, obj)))  # no entry may claim better than the verified point
+    traj.sort()
+    horizon = float(instance["time_limit"])
+    integral = primal_integral(traj + [(horizon, obj)], min(obj, best), horizon) / horizon
+    return {"primal_gap": gap, "primal_integral": integral, "objective": inst.user_objective(x),
+            "fixed_fraction": float(solution.get("n_fixed", 0)) / max(int(inst.is_int.sum()), 1),
+            "fallback": float(solution.get("stage") != "fixed")}
+
+
+class MILPPrimal(Evaluator):
+    """Evolve a primal heuristic (LP-based rounding + fixing) whose output seeds HiGHS."""
+
+    name = "milp_primal"
+    description = (
+        "Design a primal heuristic for mixed-integer linear programs. Given the LP relaxation "
+        "(optimal point and reduced costs) and the problem data, propose a value for every "
+        "variable and a confidence; integer variables with confidence >= 0.9 are fixed before "
+        "the HiGHS solver finishes the job under a short time limit (neural-diving style), and "
+        "all values seed HiGHS as a starting solution. Aim for a low primal gap to the best "
+        "known solution at the time limit. The instances are set cover, combinatorial auction, "
+        "maximum independent set, generalized independent set (all binary) and fixed-charge "
+        "multi-commodity network flow (continuous flows and binary arc variables)."
+    )
+    direction = "minimize"
+    primary_metric = "primal_gap"
+    template = _TEMPLATE
+    instance_sets = ("train", "test")
+    limits = Limits(timeout_s=60.0, cpu_s=120, memory_mb=4096)
+    baselines = {
+        "lp_fix_integral": _TEMPLATE.baseline_source(),
+        "lp_hint_only": f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(_HINT_ONLY_BODY)}",
+    }
+    # Time-limited HiGHS runs on 2 shared cores are not bit-reproducible: these are bands
+    # (upper bounds on the mean primal gap measured with some slack), see the tests.
+    # measured on 2 loaded cores: lp_fix_integral about 0.034, lp_hint_only about 0.01
+    reference_figures = {
+        "lp_fix_integral": {"train": {"primal_gap": 0.08}},
+        "lp_hint_only": {"train": {"primal_gap": 0.08}},
+    }
+    tags = ("milp", "primal heuristic", "highs", "neural diving")
+
+    def load_instances(self, instance_set: str) -> list[dict]:
+        return list(_load(instance_set))
+
+    @staticmethod
+    def solve(heuristic: Callable[..., Any], instance: dict) -> dict[str, Any]:
+        return run_primal_heuristic(heuristic, instance["milp"], instance["time_limit"])
+
+    def score(self, instance: dict, solution: Any) -> dict[str, float]:
+        return score_primal(instance, solution)
+
+
+def make_best_known(path: Path = DATA, time_limit: float = REF_TIME_LIMIT) -> dict:
+    """Solve every train/test instance with HiGHS (``time_limit`` s) and store the results."""
+    out = {}
+    for name in ("train", "test"):
+        for inst in collection(name):
+            r = solve_highs(inst, time_limit=time_limit)
+            x = check_solution(inst, r.x)
+            out[inst.name] = {"objective": inst.objective(x), "bound": r.bound, "status": r.status,
+                              "time_limit": time_limit, "fingerprint": fingerprint(inst)}
+            print(f"{inst.name:28s} {r.status:20s} obj {inst.objective(x):12.4f} bound {r.bound:12.4f}",
+                  flush=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1, sort_keys=True))
+    return out
+
+
+if __name__ == "__main__":
+    make_best_known()

@@ -1,0 +1,199 @@
+"""HiGHS (``highspy``) as the downstream solver: solve, LP relaxation, warm start, fixing, MPS.
+
+:func:`solve_highs` returns the incumbent, the final dual bound and gap, and the trajectory of
+improving solutions (time, objective) recorded by HiGHS's ``cbMipImprovingSolution`` callback,
+from which the time to the first and to the best solution and the primal integral
+(Berthold 2013) are computed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import highspy
+import numpy as np
+import scipy.sparse as sp
+
+from ._instance import MILPInstance, primal_gap
+
+_INF = highspy.kHighsInf
+
+
+def _clip_inf(a: np.ndarray) -> np.ndarray:
+    return np.clip(np.asarray(a, float), -_INF, _INF)
+
+
+def to_highs_lp(inst: MILPInstance, relax: bool = False) -> highspy.HighsLp:
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = inst.n_vars, inst.n_rows
+    lp.col_cost_ = inst.c.copy()
+    lp.offset_ = float(inst.offset)
+    lp.col_lower_, lp.col_upper_ = _clip_inf(inst.lb), _clip_inf(inst.ub)
+    lp.row_lower_, lp.row_upper_ = _clip_inf(inst.row_lo), _clip_inf(inst.row_hi)
+    A = inst.A.tocsc()
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(float)
+    if not relax:
+        lp.integrality_ = [highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous
+                           for b in inst.is_int]
+    return lp
+
+
+def from_highs_lp(lp: highspy.HighsLp, name: str = "model") -> MILPInstance:
+    n, m = lp.num_col_, lp.num_row_
+    mat = lp.a_matrix_
+    arrays = (np.asarray(mat.value_, float), np.asarray(mat.index_), np.asarray(mat.start_))
+    if mat.format_ == highspy.MatrixFormat.kRowwise:
+        A = sp.csr_matrix(arrays, shape=(m, n))
+    else:
+        A = sp.csc_matrix(arrays, shape=(m, n)).tocsr()
+
+    def unclip(a):
+        a = np.asarray(a, float).copy()
+        a[a >= _INF], a[a <= -_INF] = np.inf, -np.inf
+        return a
+
+    integ = list(lp.integrality_)
+    is_int = (np.array([t == highspy.HighsVarType.kInteger for t in integ], bool)
+              if integ else np.zeros(n, bool))
+    c = np.asarray(lp.col_cost_, float)
+    sense = 1
+    if lp.sense_ == highspy.ObjSense.kMaximize:
+        c, sense = -c, -1
+    inst = MILPInstance(name, c, A, unclip(lp.row_lower_), unclip(lp.row_upper_),
+                        unclip(lp.col_lower_), unclip(lp.col_upper_), is_int,
+                        offset=float(lp.offset_) * sense, sense=sense)
+    return inst
+
+
+def _new_highs(threads: int = 1, seed: int = 0) -> highspy.Highs:
+    h = highspy.Highs()
+    h.silent()
+    h.setOptionValue("random_seed", int(seed))
+    h.setOptionValue("mip_rel_gap", 0.0)
+    return h
+
+
+def write_mps(inst: MILPInstance, path: str) -> None:
+    """Write ``inst`` as an MPS file (through HiGHS's writer)."""
+    h = _new_highs()
+    h.passModel(to_highs_lp(inst))
+    # kWarning only says that default row/column names were made up
+    if h.writeModel(str(path)) == highspy.HighsStatus.kError:
+        raise OSError(f"HiGHS could not write {path}")
+
+
+def read_mps(path: str, name: str | None = None) -> MILPInstance:
+    """Read an MPS (or LP) file with HiGHS's reader."""
+    h = _new_highs()
+    if h.readModel(str(path)) == highspy.HighsStatus.kError:
+        raise OSError(f"HiGHS could not read {path}")
+    return from_highs_lp(h.getLp(), name or str(path))
+
+
+@dataclass
+class LPRelaxation:
+    x: np.ndarray
+    objective: float
+    row_dual: np.ndarray
+    reduced_cost: np.ndarray
+    status: str
+
+
+def solve_lp(inst: MILPInstance) -> LPRelaxation:
+    """The LP relaxation (primal point, duals, reduced costs)."""
+    h = _new_highs()
+    h.passModel(to_highs_lp(inst, relax=True))
+    h.run()
+    sol = h.getSolution()
+    return LPRelaxation(np.asarray(sol.col_value, float), h.getInfo().objective_function_value,
+                        np.asarray(sol.row_dual, float), np.asarray(sol.col_dual, float),
+                        h.modelStatusToString(h.getModelStatus()))
+
+
+@dataclass
+class HighsResult:
+    status: str
+    x: np.ndarray | None
+    objective: float  # stored (min) sense; inf if no solution
+    bound: float
+    gap: float
+    wall_s: float
+    trajectory: list[tuple[float, float]] = field(default_factory=list)  # (time, objective)
+    nodes: int = 0
+
+    @property
+    def time_to_first(self) -> float:
+        return self.trajectory[0][0] if self.trajectory else float("inf")
+
+    @property
+    def time_to_best(self) -> float:
+        return self.trajectory[-1][0] if self.trajectory else float("inf")
+
+    def primal_integral(self, best: float, horizon: float) -> float:
+        """Integral over [0, horizon] of the primal gap of the incumbent (1 before the first)."""
+        return primal_integral(self.trajectory, best, horizon)
+
+
+def primal_integral(trajectory: list[tuple[float, float]], best: float, horizon: float) -> float:
+    """Berthold's primal integral of a (time, objective) trajectory of improving solutions."""
+    total, t_prev, gap_prev = 0.0, 0.0, 1.0
+    for t, obj in sorted(trajectory):
+        t = min(max(t, 0.0), horizon)
+        total += gap_prev * (t - t_prev)
+        t_prev, gap_prev = t, primal_gap(obj, best)
+    return total + gap_prev * (horizon - t_prev)
+
+
+def solve_highs(inst: MILPInstance, time_limit: float = 10.0, hint: np.ndarray | None = None,
+                fix: dict[int, float] | None = None, lower: np.ndarray | None = None,
+                upper: np.ndarray | None = None, node_limit: int | None = None,
+                seed: int = 0, t_offset: float = 0.0) -> HighsResult:
+    """Solve the MILP with HiGHS.
+
+    ``hint``: a full starting point passed with ``setSolution`` (HiGHS completes/repairs it if it
+    is partially infeasible). ``fix``: {column: value} fixed by setting both bounds (neural
+    diving). ``lower``/``upper``: tightened bounds. ``t_offset`` is added to every recorded
+    time (so stages run one after another share one clock).
+    """
+    h = _new_highs(seed=seed)
+    h.setOptionValue("time_limit", float(max(time_limit, 1e-3)))
+    if node_limit is not None:
+        h.setOptionValue("mip_max_nodes", int(node_limit))
+    lb, ub = inst.lb.copy(), inst.ub.copy()
+    if lower is not None:
+        lb = np.maximum(lb, lower)
+    if upper is not None:
+        ub = np.minimum(ub, upper)
+    if fix:
+        idx = np.fromiter(fix.keys(), int)
+        lb[idx] = ub[idx] = np.fromiter(fix.values(), float)
+    lp = to_highs_lp(inst)
+    lp.col_lower_, lp.col_upper_ = _clip_inf(lb), _clip_inf(ub)
+    h.passModel(lp)
+    traj: list[tuple[float, float]] = []
+    start = time.perf_counter()
+
+    def on_improve(e):  # runs inside HiGHS at each new incumbent
+        traj.append((t_offset + time.perf_counter() - start, float(e.data_out.objective_function_value)))
+
+    h.cbMipImprovingSolution.subscribe(on_improve)
+    if hint is not None:
+        s = highspy.HighsSolution()
+        s.col_value = np.asarray(hint, float).tolist()
+        s.value_valid = True
+        h.setSolution(s)
+    h.run()
+    wall = time.perf_counter() - start
+    info = h.getInfo()
+    status = h.modelStatusToString(h.getModelStatus())
+    has_sol = info.primal_solution_status == highspy.kSolutionStatusFeasible
+    x = np.asarray(h.getSolution().col_value, float) if has_sol else None
+    obj = float(info.objective_function_value) if has_sol else float("inf")
+    if has_sol and not traj:  # found in presolve or from the hint: HiGHS fires no callback
+        traj.append((t_offset + wall, obj))
+    return HighsResult(status, x, obj, float(info.mip_dual_bound), float(info.mip_gap), wall,
+                       traj, int(info.mip_node_count))

@@ -1,0 +1,57 @@
+"""evaluators.fmip_guidance: baselines within bands, guidance checked, forgeries rejected."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+
+from evaluators.base import InfeasibleSolution  # noqa: E402
+from evaluators.fmip_guidance import FMIPGuidance, checked_guidance  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ev():
+    return FMIPGuidance()
+
+
+def compiled(source: str, entry: str = "guidance"):
+    namespace: dict = {}
+    exec(source, namespace)
+    return namespace[entry]
+
+
+def test_declaration(ev):
+    assert ev.name == "fmip_guidance" and ev.primary_metric == "primal_gap"
+    assert isinstance(inspect.getattr_static(FMIPGuidance, "solve"), staticmethod)
+    assert ev.limits.memory_mb >= 8192
+    assert set(ev.baselines) == {"official_defaults", "unguided"}
+
+
+def test_guidance_values_are_checked():
+    ok = checked_guidance(lambda t, s, n: {"weight_obj": 1, "weight_viol": 1, "temperature": 1,
+                                           "step_size": 0.1})
+    assert ok(0.0, 0, 10)["weight_obj"] == 1.0
+    bad = checked_guidance(lambda t, s, n: {"weight_obj": float("nan"), "weight_viol": 1,
+                                            "temperature": 1, "step_size": 0.1})
+    with pytest.raises(ValueError):
+        bad(0.0, 0, 10)
+    with pytest.raises(KeyError):
+        checked_guidance(lambda t, s, n: {"weight_obj": 1})(0.0, 0, 10)
+
+
+@pytest.mark.slow
+def test_baseline_scores_within_band_and_forgery_rejected(ev):
+    insts = ev.load_instances("train")
+    h = compiled(ev.baselines["official_defaults"])
+    sols = [json.loads(json.dumps(ev.solve(h, i))) for i in insts]
+    per = [ev.score(i, s) for i, s in zip(insts, sols)]
+    agg = ev.aggregate(per)
+    assert agg["primal_gap"] <= ev.reference_figures["official_defaults"]["train"]["primal_gap"]
+    with pytest.raises(InfeasibleSolution):
+        ev.score(insts[0], {**sols[0], "x": [0.0] * insts[0]["milp"].n_vars})
+    with pytest.raises(InfeasibleSolution):
+        ev.score(insts[0], {"x": None})

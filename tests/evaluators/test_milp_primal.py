@@ -1,0 +1,96 @@
+"""evaluators.milp_primal: baselines score within their bands; the parent rejects forgeries."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+
+import numpy as np
+import pytest
+
+from evaluators.base import InfeasibleSolution
+from evaluators.milp_primal import MILPPrimal, fingerprint
+
+
+@pytest.fixture(scope="module")
+def ev():
+    return MILPPrimal()
+
+
+def compiled(source: str, entry: str = "primal_heuristic"):
+    namespace: dict = {}
+    exec(source, namespace)
+    return namespace[entry]
+
+
+@pytest.fixture(scope="module")
+def baseline_runs(ev):
+    out = {}
+    for name in ("lp_fix_integral", "lp_hint_only"):
+        h = compiled(ev.baselines[name])
+        start = time.perf_counter()
+        sols = [json.loads(json.dumps(ev.solve(h, inst))) for inst in ev.load_instances("train")]
+        out[name] = (sols, time.perf_counter() - start)
+    return out
+
+
+def test_declaration(ev):
+    assert ev.name == "milp_primal" and ev.direction == "minimize"
+    assert ev.primary_metric == "primal_gap" and set(ev.instance_sets) == {"train", "test"}
+    assert isinstance(inspect.getattr_static(MILPPrimal, "solve"), staticmethod)
+    assert "def primal_heuristic(" in ev.baseline_source()
+    insts = ev.load_instances("train")
+    assert {i["milp"].family for i in insts} == {"setcover", "cauctions", "indset", "gisp", "fcmnf"}
+    assert any((~i["milp"].is_int).any() for i in insts)  # a family with continuous variables
+
+
+def test_baselines_score_within_band(ev, baseline_runs):
+    insts = ev.load_instances("train")
+    for name, (sols, wall) in baseline_runs.items():
+        per = [ev.score(i, s) for i, s in zip(insts, sols)]
+        agg = ev.aggregate(per)
+        assert agg["primal_gap"] <= ev.reference_figures[name]["train"]["primal_gap"], (name, agg)
+        assert all(0.0 <= m["primal_gap"] <= 1.0 for m in per)
+        assert all(0.0 <= m["primal_integral"] <= 1.0 for m in per)
+        assert wall < 10.0  # the agent scores hundreds of candidates on this set
+    fixed = [s["n_fixed"] for s in baseline_runs["lp_fix_integral"][0]]
+    assert sum(fixed) > 0 and all(s["n_fixed"] == 0 for s in baseline_runs["lp_hint_only"][0])
+
+
+def test_score_rejects_forged_solutions(ev, baseline_runs):
+    inst = ev.load_instances("train")[0]  # set cover
+    good = baseline_runs["lp_fix_integral"][0][0]
+    with pytest.raises(InfeasibleSolution):
+        ev.score(inst, {**good, "x": [0.0] * inst["milp"].n_vars})  # uncovered rows
+    with pytest.raises(InfeasibleSolution):
+        ev.score(inst, {**good, "x": [0.5] * inst["milp"].n_vars})  # fractional
+    with pytest.raises(InfeasibleSolution):
+        ev.score(inst, {**good, "x": good["x"][:-1]})
+    with pytest.raises(InfeasibleSolution):
+        ev.score(inst, {"x": None})
+    # a forged trajectory claiming a perfect early solution cannot beat the verified point
+    honest = ev.score(inst, good)
+    forged = ev.score(inst, {**good, "trajectory": [[0.0, -1e9]]})
+    assert forged["primal_gap"] == honest["primal_gap"]
+    assert forged["primal_integral"] == pytest.approx(honest["primal_gap"])
+
+
+def test_heuristic_time_counts_against_budget(ev):
+    inst = ev.load_instances("train")[0]
+
+    def slow(x_lp, reduced_cost, c, A, row_lo, row_hi, lb, ub, is_int):
+        time.sleep(0.3)
+        return np.round(x_lp), np.zeros_like(x_lp)
+
+    sol = ev.solve(slow, inst)
+    assert all(t >= 0.3 for t, _ in sol["trajectory"])
+
+
+def test_stored_references_match_generators(ev):
+    from evaluators.milp_primal import best_known
+    refs = best_known()
+    for s in ev.instance_sets:
+        for inst in ev.load_instances(s):
+            assert refs[inst["milp"].name]["fingerprint"] == fingerprint(inst["milp"])
+            assert refs[inst["milp"].name]["bound"] <= inst["best_known"] + 1e-6
