@@ -42,7 +42,7 @@ class RunConfig(BaseModel):
     model_principles: Literal["auto", "on", "off"] = Field(
         "auto", description="model-written principles: auto = on for chat models, off for base models")
     recall_min_utility: float = Field(-0.25, ge=-1, le=1, description="hide principles below this utility "
-                                      "once credited twice")
+                                      "once credited 5 times")
     kb: str | None = None
     run_dir: str | None = None
     record: str | None = Field(None, description="write a replay cassette of every model call here")

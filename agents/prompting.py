@@ -49,7 +49,9 @@ class RenderedPrompt:
 
 
 def _score_text(p: ParentView, metric: str, direction: str) -> str:
-    if p.objective is None or not math.isfinite(p.fitness):
+    if p.objective is None:
+        return "not scored yet"
+    if not math.isfinite(p.fitness):
         return "failed"
     better = "lower" if direction == "minimize" else "higher"
     return f"{metric} = {p.objective:.6g} ({better} is better)"

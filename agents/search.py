@@ -119,11 +119,11 @@ class SearchNodes:
     def recall(self, state: RunState) -> RunState:
         if self.cfg.recall_k <= 0:
             return {"recalled": []}
-        # principles that keep hurting (credited at least twice, utility below the floor) stay
-        # in the store, with their record, but are not shown again
+        # principles that keep hurting (credited at least 5 times, utility below the floor) stay
+        # in the store, with their record, but are not shown again; prune retires them at the end
         got = [p for p in self.rt.kb.recall(self.ev.name, self.ev.description, k=3 * self.cfg.recall_k,
                                             cross_problem=self.cfg.cross_problem)
-               if not (p.uses >= 2 and p.utility < self.cfg.recall_min_utility)][: self.cfg.recall_k]
+               if not (p.uses >= 5 and p.utility < self.cfg.recall_min_utility)][: self.cfg.recall_k]
         self.rt.emit("recall", generation=state["generation"],
                      principles=[{"id": p.id, "problem": p.problem, "utility": round(p.utility, 4), "text": p.text}
                                  for p in got])
