@@ -75,6 +75,9 @@ def run(
     no_distill: bool = typer.Option(False, "--no-distill", help="no model-written principles (contrast ones still)"),
     model_principles: Optional[str] = typer.Option(None, "--model-principles",
                                                    help="auto (default: on for chat models, off for base models) | on | off"),
+    isolation: Optional[str] = typer.Option(None, "--isolation", help="strict | standard (default) | minimal"),
+    executor: Optional[str] = typer.Option(None, "--executor", help="local (default) | ray"),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray address: auto or ray://HOST:10001"),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file with run settings ([run] table)"),
 ) -> None:
     """Launch a heuristic search."""
@@ -87,7 +90,7 @@ def run(
                      max_wall_s=max_wall, run_dir=str(run_dir) if run_dir else None, kb=str(kb) if kb else None,
                      seed=seed, train_set=train_set, test_set=test_set, workers=workers,
                      record=str(record) if record else None, distill=False if no_distill else None,
-                     model_principles=model_principles)
+                     model_principles=model_principles, isolation=isolation, executor=executor, address=address)
     try:
         cfg = load_config(config, overrides)
     except (ValidationError, FileNotFoundError) as exc:
@@ -101,9 +104,11 @@ def run(
         _fail(str(exc.args[0]) if exc.args else str(exc), 2)
     console.print(f"[bold]hifo run[/] problem={cfg.problem} model={cfg.model} generations={cfg.generations} "
                   f"population={cfg.population}")
+    from sandbox import IsolationUnavailable
+
     try:
         path, summary = start_run(cfg, on_event=_progress_printer())
-    except RunError as exc:
+    except (RunError, IsolationUnavailable, ValueError) as exc:
         _fail(str(exc), 2)
     _print_summary(path, summary)
 
@@ -125,10 +130,11 @@ def _print_summary(path: Path, summary: dict) -> None:
 def resume(run: Path = typer.Argument(..., help="run directory")) -> None:
     """Continue a killed or interrupted run from its last checkpoint."""
     from agents.graph import RunError, resume_run
+    from sandbox import IsolationUnavailable
 
     try:
         path, summary = resume_run(run, on_event=_progress_printer())
-    except RunError as exc:
+    except (RunError, IsolationUnavailable) as exc:
         _fail(str(exc), 2)
     _print_summary(path, summary)
 
@@ -196,6 +202,7 @@ def evaluate(
     heuristic: Path = typer.Option(..., "--heuristic", help="Python file defining the heuristic"),
     instances: Optional[str] = typer.Option(None, "--instances", help="instance set (default: the test set)"),
     entry: Optional[str] = typer.Option(None, "--entry", help="function name in the file (default: the template's)"),
+    isolation: str = typer.Option("standard", "--isolation", help="strict | standard | minimal"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Score one heuristic file through the sandbox."""
@@ -203,7 +210,7 @@ def evaluate(
     from agents.evaluation import CandidateEvaluator
     from evaluators.base import Score
     from evaluators.registry import get_evaluator
-    from sandbox import LocalExecutor
+    from sandbox import IsolationUnavailable, LocalExecutor
 
     try:
         ev = get_evaluator(problem)
@@ -219,10 +226,12 @@ def evaluate(
         code += f"\n\n{ev.template.name} = {entry}\n"
     try:
         check_source(code, entry or ev.template.name)
-        with LocalExecutor(max_workers=1) as ex:
+        with LocalExecutor(max_workers=1, isolation=isolation) as ex:
             score = CandidateEvaluator(ev, set_name, ex).evaluate(code)
     except CodeError as exc:
         score = Score.failed(f"static check: {exc}")
+    except (IsolationUnavailable, ValueError) as exc:
+        _fail(str(exc), 2)
     if as_json:
         out = {"problem": problem, "instances": set_name, "feasible": score.feasible, "metrics": score.metrics}
         if not score.feasible:

@@ -46,6 +46,9 @@ class RunConfig(BaseModel):
     kb: str | None = None
     run_dir: str | None = None
     record: str | None = Field(None, description="write a replay cassette of every model call here")
+    isolation: Literal["strict", "standard", "minimal"] = "standard"
+    executor: Literal["local", "ray"] = "local"
+    address: str | None = Field(None, description="Ray cluster address (with executor='ray')")
     llm_cache: bool = True
 
     @field_validator("problem")

@@ -103,10 +103,11 @@ def _open_runtime(run_dir: Path, cfg: RunConfig, client: Any | None, executor: A
 
     evaluator = get_evaluator(cfg.problem)
     train = cfg.train_set or evaluator.default_train_set
+    owned = executor is None
     if executor is None:
-        from sandbox import LocalExecutor
+        from sandbox import make_executor
 
-        executor = LocalExecutor(max_workers=cfg.workers)
+        executor = make_executor(cfg.executor, cfg.isolation, cfg.workers, cfg.address)
     if client is None:
         from agents.llm.factory import make_client
 
@@ -118,6 +119,7 @@ def _open_runtime(run_dir: Path, cfg: RunConfig, client: Any | None, executor: A
     rt = Runtime(run_id=run_dir.name, run_dir=run_dir, config=cfg, evaluator=evaluator, client=client, kb=kb,
                  store=store, scorer=CandidateEvaluator(evaluator, train, executor),
                  on_event=on_event or (lambda k, d: None))
+    rt.owned_executor = executor if owned else None
     return rt, executor
 
 
@@ -142,6 +144,13 @@ def _invoke(rt: Runtime, resume: bool) -> dict[str, Any]:
     return json.loads((rt.run_dir / "summary.json").read_text())
 
 
+def _close(rt: Runtime) -> None:
+    rt.store.close()
+    if getattr(rt, "owned_executor", None) is not None:
+        # kills candidates still running (Ctrl-C, budget stop) instead of waiting for them
+        rt.owned_executor.shutdown(wait=True, cancel_futures=True)
+
+
 def new_run_dir(cfg: RunConfig) -> Path:
     if cfg.run_dir:
         path = Path(cfg.run_dir)
@@ -163,13 +172,13 @@ def start_run(cfg: RunConfig, *, client: Any | None = None, executor: Any | None
     from sandbox import isolation_report
 
     rt.store.set_meta("config", json.loads(cfg.model_dump_json()))
-    rt.store.set_meta("isolation", isolation_report())
+    rt.store.set_meta("isolation", isolation_report(cfg.isolation))
     rt.store.set_meta("status", "running")
     rt.emit("start", run_dir=str(run_dir), problem=cfg.problem, model=cfg.model, pid=os.getpid())
     try:
         return run_dir, _invoke(rt, resume=False)
     finally:
-        rt.store.close()
+        _close(rt)
 
 
 def resume_run(run_dir: str | Path, *, client: Any | None = None, executor: Any | None = None,
@@ -186,4 +195,4 @@ def resume_run(run_dir: str | Path, *, client: Any | None = None, executor: Any 
         rt.emit("resume", pid=os.getpid(), evaluated=rt.store.count_evaluated())
         return run_dir, _invoke(rt, resume=True)
     finally:
-        rt.store.close()
+        _close(rt)

@@ -58,6 +58,7 @@ class Runtime:
     scorer: CandidateEvaluator
     on_event: Callable[[str, dict], None] = lambda kind, data: None
     started: float = field(default_factory=time.time)
+    owned_executor: Any = None
 
     def emit(self, kind: str, **data: Any) -> None:
         self.store.event(kind, **data)

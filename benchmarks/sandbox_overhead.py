@@ -1,15 +1,24 @@
-"""Per-candidate cost of the sandbox: a fresh child per job versus running in-process.
+"""Per-candidate cost of the sandbox: warm worker vs fresh spawn vs in-process; throughput.
 
-    python -m benchmarks.sandbox_overhead [--runs 40] [--inprocess-runs 400] [--jobs 40]
+    python -m benchmarks.sandbox_overhead [--quick] [--isolation standard] [--no-ray]
 
-Measures, for a trivial numpy heuristic (and a pure-Python one, to separate numpy's import):
-the median wall time of ``run_job`` (spawn, limits, import, run, reap), of
-``InProcessExecutor`` (no isolation), their difference (the sandbox overhead), and the
-throughput of ``LocalExecutor`` with 1 and 2 workers. Writes
-``benchmarks/results/sandbox_overhead.json``.
+For a numpy heuristic, a torch heuristic and a pure-Python one (to separate the libraries'
+import cost), the median wall time per candidate of
+
+* in-process (``InProcessExecutor``: no isolation at all, the floor),
+* warm (``run_job(warm=pool)``: forked from a zygote that imported the solver and
+  ``Job.preload`` once),
+* fresh (``run_job(warm=False)``: a zygote started for the job alone, i.e. a new interpreter
+  that imports the libraries each time),
+
+their overhead over in-process, then the throughput (candidates per minute) of
+``LocalExecutor`` with 1 and 2 workers (warm and fresh) and of ``RayExecutor`` on a local Ray
+instance with 2 CPUs. Every sandboxed run uses the machine's ``--isolation`` level (all the
+layers it can apply; listed in the output). Writes ``benchmarks/results/sandbox_overhead.json``
+(``sandbox_overhead_quick.json`` with ``--quick``).
 
 This module is also the solver the sandbox child imports, so its top level stays light:
-everything else, numpy included, is imported inside the functions that need it.
+numpy and torch are imported inside the functions that need them.
 """
 
 from __future__ import annotations
@@ -19,42 +28,40 @@ from pathlib import Path
 from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "benchmarks" / "results" / "sandbox_overhead.json"
+RESULTS = REPO / "benchmarks" / "results"
 
-NUMPY_HEURISTIC = """\
-import numpy as np
-
-
-def priority(item, bins):
-    return -(bins - item)
-"""
-
-PYTHON_HEURISTIC = """\
-def priority(item, bins):
-    return [-(b - item) for b in bins]
-"""
+HEURISTICS = {
+    "python": "def priority(item, bins):\n    return [-(b - item) for b in bins]\n",
+    "numpy": "import numpy as np\n\n\ndef priority(item, bins):\n    return -(bins - item) + np.zeros_like(bins)\n",
+    "torch": "import torch\n\n\ndef priority(item, bins):\n    return -(bins - item) + torch.zeros_like(bins)\n",
+}
+PRELOAD = {"python": (), "numpy": ("numpy",), "torch": ("torch",)}
+MEMORY_MB = {"python": 2048, "numpy": 2048, "torch": 8192}  # torch maps a lot of address space
 
 
 def solve(priority: Callable[[float, Any], Any], instance: dict[str, Any]) -> int:
-    """Pick the bin with the highest priority for one item (the trusted 'algorithm').
-    numpy is imported only for the numpy variant, so the pure-Python row shows the cost
-    of the sandbox without numpy's import."""
-    bins = instance["bins"]
-    if not instance["numpy"]:
+    """Pick the bin with the highest priority for one item (the trusted 'algorithm')."""
+    bins, kind = instance["bins"], instance["kind"]
+    if kind == "python":
         scores = priority(instance["item"], bins)
         return max(range(len(bins)), key=scores.__getitem__)
-    import numpy as np
+    if kind == "numpy":
+        import numpy as np
 
-    return int(np.argmax(priority(instance["item"], np.asarray(bins, dtype=float))))
+        return int(np.argmax(priority(instance["item"], np.asarray(bins, dtype=float))))
+    import torch
+
+    torch.set_num_threads(1)
+    return int(torch.argmax(priority(instance["item"], torch.tensor(bins, dtype=torch.float64))))
 
 
-def _job(numpy: bool):
-    from sandbox import Job
+def _job(kind: str):
+    from sandbox import Job, JobLimits
 
-    instance = {"item": 0.3, "bins": [1.0, 0.5, 0.7, 0.35], "numpy": numpy}
-    code = NUMPY_HEURISTIC if numpy else PYTHON_HEURISTIC
-    return Job(code=code, entry="priority", solver="benchmarks.sandbox_overhead:solve",
-               instances=[instance], sys_path=(str(REPO),))
+    instance = {"item": 0.3, "bins": [1.0, 0.5, 0.7, 0.35], "kind": kind}
+    return Job(code=HEURISTICS[kind], entry="priority", solver="benchmarks.sandbox_overhead:solve",
+               instances=[instance], sys_path=(str(REPO),), preload=PRELOAD[kind],
+               limits=JobLimits(memory_mb=MEMORY_MB[kind], timeout_s=120.0, cpu_s=120))
 
 
 def _median_s(run: Callable[[], Any], n: int) -> float:
@@ -74,54 +81,110 @@ def _checked(result: Any) -> Any:
     return result
 
 
-def _throughput(workers: int, jobs: int) -> float:
-    from sandbox import LocalExecutor
+def per_candidate(kinds: list[str], runs: dict[str, int], isolation: str) -> dict[str, Any]:
+    from sandbox import InProcessExecutor, WarmPool, run_job
 
-    started = time.perf_counter()
-    with LocalExecutor(max_workers=workers) as executor:
-        for result in executor.map(_job(numpy=True) for _ in range(jobs)):
+    inprocess = InProcessExecutor()
+    rows = {}
+    for kind in kinds:
+        job = _job(kind)
+        pool = WarmPool()
+        _checked(run_job(job, isolation=isolation, warm=pool))  # start the zygote: not per candidate
+        _checked(inprocess.submit(job).result())  # first import, likewise
+        local = _median_s(lambda: _checked(inprocess.submit(job).result()), runs["inprocess"])
+        warm = _median_s(lambda: _checked(run_job(job, isolation=isolation, warm=pool)), runs["warm"])
+        fresh = _median_s(lambda: _checked(run_job(job, isolation=isolation, warm=False)),
+                          runs["fresh_torch" if kind == "torch" else "fresh"])
+        pool.close()
+        rows[kind] = {"in_process_s": local, "warm_s": warm, "fresh_s": fresh,
+                      "warm_overhead_s": warm - local, "fresh_overhead_s": fresh - local}
+    return rows
+
+
+def _throughput(make: Callable[[], Any], jobs: int, kind: str = "numpy") -> float:
+    """Candidates per minute once warm (one warm-up round per worker is not counted)."""
+    executor = make()
+    try:
+        workers = getattr(executor, "max_workers", 2) or 2
+        for result in executor.map(_job(kind) for _ in range(2 * workers)):
             _checked(result)
-    return jobs / (time.perf_counter() - started)
+        started = time.perf_counter()
+        for result in executor.map(_job(kind) for _ in range(jobs)):
+            _checked(result)
+        return 60.0 * jobs / (time.perf_counter() - started)
+    finally:
+        executor.shutdown()
 
 
-def measure(runs: int, inprocess_runs: int, jobs: int) -> dict[str, Any]:
+def throughput(jobs: int, fresh_jobs: int, isolation: str, ray: bool) -> dict[str, Any]:
+    from sandbox import LocalExecutor, WarmPool
+
+    rows: dict[str, Any] = {}
+    for workers in (1, 2):
+        pool = WarmPool()
+        rows[f"local_warm_{workers}_workers"] = _throughput(
+            lambda w=workers, p=pool: LocalExecutor(w, isolation=isolation, pool=p), jobs)
+        pool.close()
+        rows[f"local_fresh_{workers}_workers"] = _throughput(
+            lambda w=workers: LocalExecutor(w, isolation=isolation, warm=False), fresh_jobs)
+    if ray:
+        try:
+            import ray as _ray  # noqa: F401
+        except ImportError:
+            rows["ray_2_cpus"] = "skipped: ray is not installed (pip install 'hifo[ray]')"
+        else:
+            from sandbox import RayExecutor
+
+            rows["ray_2_cpus"] = _throughput(lambda: RayExecutor(max_workers=2, isolation=isolation), jobs)
+    return rows
+
+
+def measure(quick: bool, isolation: str, ray: bool) -> dict[str, Any]:
     import os
     import platform
     import subprocess
     import sys
 
-    from sandbox import InProcessExecutor, run_job
+    from sandbox import isolation_report
 
+    runs = ({"inprocess": 50, "warm": 15, "fresh": 3, "fresh_torch": 2} if quick
+            else {"inprocess": 400, "warm": 60, "fresh": 15, "fresh_torch": 5})
+    jobs, fresh_jobs = (20, 6) if quick else (120, 30)
     startup = {
-        label: _median_s(lambda c=code: subprocess.run([sys.executable, "-I", "-c", c], check=True), runs)
-        for label, code in (("python_startup", "pass"), ("python_startup_import_numpy", "import numpy"))
+        label: _median_s(lambda c=code: subprocess.run([sys.executable, "-I", "-c", c], check=True),
+                         3 if quick else 10)
+        for label, code in (("python", "pass"), ("python_import_numpy", "import numpy"),
+                            ("python_import_torch", "import torch"))
     }
-    inprocess = InProcessExecutor()
-    rows = {}
-    for label, numpy in (("numpy_heuristic", True), ("python_heuristic", False)):
-        job = _job(numpy)
-        sandboxed = _median_s(lambda: _checked(run_job(job)), runs)
-        local = _median_s(lambda: _checked(inprocess.submit(job).result()), inprocess_runs)
-        rows[label] = {"run_job_s": sandboxed, "in_process_s": local, "overhead_s": sandboxed - local}
+    report = isolation_report(isolation)
     return {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "parameters": {"runs": runs, "inprocess_runs": inprocess_runs, "throughput_jobs": jobs},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+                    "load_avg_1m": os.getloadavg()[0]},
+        "parameters": {"quick": quick, "isolation": isolation, "runs": runs, "throughput_jobs": jobs,
+                       "throughput_jobs_fresh": fresh_jobs},
+        "isolation": {"plan": report["plan"], "sandbox_python": report["sandbox_python"]},
         "startup_median_s": startup,
-        "per_candidate_median_s": rows,
-        "throughput_jobs_per_s": {"1_worker": _throughput(1, jobs), "2_workers": _throughput(2, jobs)},
+        "per_candidate_median_s": per_candidate(["python", "numpy", "torch"], runs, isolation),
+        "throughput_candidates_per_min": throughput(jobs, fresh_jobs, isolation, ray),
     }
 
 
 def print_table(report: dict[str, Any]) -> None:
-    print(f"sandbox overhead ({report['machine']['cpus']} CPUs, Python {report['machine']['python']})")
+    plan = report["isolation"]["plan"]
+    layers = ", ".join(name for name, on in plan.get("layers", {}).items() if on) or "none"
+    print(f"sandbox overhead ({report['machine']['cpus']} CPUs, Python {report['machine']['python']}, "
+          f"load {report['machine']['load_avg_1m']:.1f}; isolation {plan.get('level')}: {layers})")
     for label, value in report["startup_median_s"].items():
-        print(f"  {label:<34} {value * 1e3:9.1f} ms")
-    print(f"  {'heuristic':<18} {'run_job':>10} {'in-process':>12} {'overhead':>10}")
-    for label, row in report["per_candidate_median_s"].items():
-        print(f"  {label:<18} {row['run_job_s'] * 1e3:8.1f} ms {row['in_process_s'] * 1e3:9.3f} ms "
-              f"{row['overhead_s'] * 1e3:7.1f} ms")
-    for label, value in report["throughput_jobs_per_s"].items():
-        print(f"  LocalExecutor {label:<20} {value:9.1f} jobs/s")
+        print(f"  startup {label:<28} {value * 1e3:9.1f} ms")
+    print(f"  {'heuristic':<10} {'in-process':>11} {'warm':>9} {'fresh':>10} {'warm ovh':>9} {'fresh ovh':>10}")
+    for kind, row in report["per_candidate_median_s"].items():
+        print(f"  {kind:<10} {row['in_process_s'] * 1e3:8.3f} ms {row['warm_s'] * 1e3:6.1f} ms "
+              f"{row['fresh_s'] * 1e3:7.1f} ms {row['warm_overhead_s'] * 1e3:6.1f} ms "
+              f"{row['fresh_overhead_s'] * 1e3:7.1f} ms")
+    print("  throughput (numpy heuristic, candidates per minute)")
+    for label, value in report["throughput_candidates_per_min"].items():
+        shown = f"{value:9.0f}" if isinstance(value, float) else value
+        print(f"    {label:<26} {shown}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -129,15 +192,16 @@ def main(argv: list[str] | None = None) -> None:
     import json
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=40, help="sandboxed runs per median")
-    parser.add_argument("--inprocess-runs", type=int, default=400, help="in-process runs per median")
-    parser.add_argument("--jobs", type=int, default=40, help="jobs per throughput measurement")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (about a minute)")
+    parser.add_argument("--isolation", default="standard", choices=["strict", "standard", "minimal"])
+    parser.add_argument("--no-ray", action="store_true", help="skip the Ray measurement")
     args = parser.parse_args(argv)
-    report = measure(args.runs, args.inprocess_runs, args.jobs)
+    report = measure(args.quick, args.isolation, not args.no_ray)
     print_table(report)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {RESULTS.relative_to(REPO)}")
+    path = RESULTS / ("sandbox_overhead_quick.json" if args.quick else "sandbox_overhead.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {path.relative_to(REPO)}")
 
 
 if __name__ == "__main__":

@@ -1,23 +1,31 @@
-"""Running untrusted candidate code: isolation, limits, executors.
+"""Running untrusted candidate code: isolation, limits, warm workers, executors.
 
 The sandbox knows only the :class:`Job` it is handed (it imports nothing else of hifo).
 
 Job, JobLimits
     What to run: candidate source, the function to take from it, a trusted solver
-    (``"module:Attr"``) called as ``solver(function, instance)`` per instance, and limits.
+    (``"module:Attr"``) called as ``solver(function, instance)`` per instance, limits, and the
+    modules a warm worker should import once (``preload``).
 SandboxResult
     What happened: status ("ok", "error", "timeout", "memory", "output_limit", "crashed",
-    "invalid"), JSON-decoded solutions, a readable reason, capped output, the layers applied.
+    "invalid"), JSON-decoded solutions, a readable reason, capped output, the layers applied
+    and the gaps left (``isolation``).
 run_job
-    Run one job in a fresh child process: own session and process group, rlimits, scrubbed
-    environment, temporary directory, wall-clock timeout that kills the whole group.
+    Run one job in a pristine child process (a fresh interpreter by default, or ``warm=True``).
 LocalExecutor
-    ``submit(job) -> Future[SandboxResult]`` on a thread pool, one child per job.
+    ``submit(job) -> Future[SandboxResult]`` on this machine; warm workers by default.
+RayExecutor
+    The same runner on the nodes of a Ray cluster (``pip install 'hifo[ray]'``).
+make_executor
+    ``make_executor(kind, isolation, max_workers, address)``: what the CLI flags build.
 InProcessExecutor
     UNSAFE, no isolation: runs the candidate in this process. Benchmarks and trusted
     baselines only.
-isolation_report
-    Which isolation layers this machine can apply (for ``hifo doctor``).
+WarmPool
+    The warm workers (zygotes) kept per solver module; one is shared by default.
+isolation_report, IsolationPlan, IsolationUnavailable, resolve_isolation, LEVELS
+    Which layers this machine can apply (``hifo doctor``), what a level ("strict",
+    "standard", "minimal") resolves to, and the error ``strict`` raises when a layer is missing.
 
 Names are loaded lazily, so the sandbox child, which imports ``sandbox._child``, does not
 pay for the parent-side machinery (subprocess, thread pools) on every spawn.
@@ -29,8 +37,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sandbox._layers import LEVELS, IsolationPlan, IsolationUnavailable
+    from sandbox._layers import resolve as resolve_isolation
+    from sandbox._pool import WarmPool
+    from sandbox._ray import RayExecutor
     from sandbox.doctor import isolation_report
-    from sandbox.executor import Executor, InProcessExecutor, LocalExecutor
+    from sandbox.executor import Executor, InProcessExecutor, LocalExecutor, make_executor
     from sandbox.job import Job, JobLimits, SandboxResult, Status
     from sandbox.runner import run_job
 
@@ -44,15 +56,23 @@ _EXPORTS = {
     "LocalExecutor": "sandbox.executor",
     "InProcessExecutor": "sandbox.executor",
     "isolation_report": "sandbox.doctor",
+    "make_executor": "sandbox.executor",
+    "RayExecutor": "sandbox._ray",
+    "WarmPool": "sandbox._pool",
+    "IsolationPlan": "sandbox._layers",
+    "IsolationUnavailable": "sandbox._layers",
+    "LEVELS": "sandbox._layers",
+    "resolve_isolation": "sandbox._layers:resolve",
 }
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    target = _EXPORTS.get(name)
+    if target is None:
         raise AttributeError(f"module 'sandbox' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module), attr or name)
     globals()[name] = value
     return value
 

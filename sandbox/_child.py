@@ -1,54 +1,124 @@
-"""The sandbox child process (started by :mod:`sandbox._process`, never imported by users).
+"""The candidate child: forked by the zygote (:mod:`sandbox._zygote`), isolated, then runs the job.
 
-Command line: ``python -I -B -c <bootstrap> RESULT_FD`` (see ``_process.child_argv``).
+Order of the layers, each failing closed (the candidate never runs if one cannot be applied):
 
-Protocol. Parent -> child, on stdin: one pickle of a dict of plain values (``code``,
-``entry``, ``solver``, ``sys_path``, ``limits``, ``parent_pid``) whose ``instances`` entry is
-itself a pickle, loaded only after the limits are applied and ``sys_path`` is set. The parent
-is trusted, so unpickling here is fine. Child -> parent: one JSON object
-``{"status", "solutions", "error"}`` on the dedicated pipe ``RESULT_FD``, never on stdout.
-The candidate's prints are written through, capped, to fd 1/2, which the parent pointed at
-files it reads after the child is gone, so output survives a timeout or crash.
+1. at fork: own session (``setsid``), SIGKILL if the zygote dies, the parent's control socket
+   closed; then wait for a job;
+2. descriptors: stdout/stderr point at the parent's capture files, stdin at /dev/null, every
+   other inherited descriptor closed (only the result pipe and the note socket stay);
+3. working directory and environment: the job's own directory (also HOME and TMPDIR), an
+   environment built from an allowlist;
+4. rlimits, soft *and* hard (address space, CPU, file size, open files, no core);
+5. identity (as root): ``setgroups([])``, ``setresgid``, ``setresuid`` to the zygote's sandbox
+   uid, which clears every capability; then ``RLIMIT_NPROC`` (enforced now we are not root);
+6. ``PR_SET_NO_NEW_PRIVS``, then the seccomp filter (:mod:`sandbox._seccomp`);
+7. stdio wrappers with output caps, the instances unpickled, the candidate executed
+   (:mod:`sandbox._execute`), the JSON result written on the result pipe, "done" sent to the
+   zygote, and ``os._exit`` (no atexit hook or finaliser of the candidate runs).
 """
 
 from __future__ import annotations
 
+import ctypes
 import faulthandler
 import io
 import json
 import os
 import pickle
 import resource
+import socket
 import sys
 from typing import Any
 
-from sandbox import _execute
+from sandbox import _execute, _wire
 
-NPROC_MARGIN = 64  # extra tasks a non-root child may create beyond those its user already has
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
+PASS_THROUGH_ENV = ("LANG", "LC_ALL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-def main() -> None:
-    result_fd = int(sys.argv[1])
-    payload = pickle.loads(sys.stdin.buffer.read())
-    _die_with_parent(payload["parent_pid"])
-    limits = payload["limits"]
-    reserve = bytearray(256 * 1024)  # released on MemoryError so the result can still be written
+def child_env(workdir: str, source: dict[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of the zygote and the candidate: an allowlist, nothing inherited."""
+    source = os.environ if source is None else source
+    env = {"PATH": MINIMAL_PATH, "HOME": workdir, "TMPDIR": workdir}
+    env.update({name: "1" for name in SINGLE_THREAD_ENV})
+    env.update({name: source[name] for name in PASS_THROUGH_ENV if name in source})
+    env.setdefault("LANG", "C.UTF-8")
+    return env
+
+
+def spare_main(sock: socket.socket, config: dict[str, Any], zygote_pid: int) -> None:
+    """Entry of the pre-forked spare: detach, wait for one job, run it, never return."""
     try:
+        os.setsid()
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+        if os.getppid() != zygote_pid:
+            os._exit(70)
+        body, fds = _wire.recv(sock)
+    except BaseException:
+        os._exit(71)
+    run_candidate(pickle.loads(body), fds, sock, config)
+
+
+_CANDIDATE_PID = 0  # the process the zygote forked; its forks must not report a result
+
+
+def run_candidate(job: dict[str, Any], fds: list[int], sock: socket.socket, config: dict[str, Any]) -> None:
+    global _CANDIDATE_PID
+    _CANDIDATE_PID = os.getpid()
+    payload_fd, out_fd, err_fd, result_fd = fds
+    limits = job["limits"]
+    try:
+        _setup_descriptors(out_fd, err_fd, keep={result_fd, payload_fd, sock.fileno()})
+        with os.fdopen(payload_fd, "rb") as handle:
+            payload = pickle.loads(handle.read())  # written by the trusted parent
+        os.chdir(job["workdir"])
+        env = child_env(job["workdir"])  # from the zygote's own, already scrubbed, environment
+        os.environ.clear()
+        os.environ.update(env)
         apply_rlimits(limits)
-    except (OSError, ValueError) as exc:
-        _finish(result_fd, "error", [], f"sandbox setup failed: cannot apply rlimits: {exc}")
+        drop_identity(job["uid"], job["uid"])  # the zygote's uids double as gids
+        apply_nproc(limits, job["uid"])
+        if config["seccomp"]:
+            from sandbox import _seccomp
+
+            _seccomp.install()
+        elif ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    except BaseException as exc:
+        _finish(result_fd, sock, "error", [], f"sandbox setup failed: {_execute.one_line(exc)}")
+    reserve = bytearray(256 * 1024)  # released on MemoryError so the result can still be written
     _isolate_stdio(limits["max_output_bytes"])
-    sys.path[0:0] = list(payload["sys_path"])
+    sys.argv = ["hifo-sandbox", str(result_fd)]
     try:
         instances = pickle.loads(payload["instances"])
     except MemoryError:
         del reserve
-        _finish(result_fd, "memory", [], f"memory limit {limits['memory_mb']} MB exceeded while loading instances")
+        reason = f"memory limit {limits['memory_mb']} MB exceeded while loading instances"
+        _finish(result_fd, sock, "memory", [], reason)
     except Exception as exc:
-        _finish(result_fd, "error", [], f"sandbox setup failed: cannot unpickle instances: {_execute.one_line(exc)}")
+        reason = f"sandbox setup failed: cannot unpickle instances: {_execute.one_line(exc)}"
+        _finish(result_fd, sock, "error", [], reason)
+    del payload["instances"]
     outcome = _execute.execute(payload["code"], payload["entry"], payload["solver"], instances, limits)
     del reserve
-    _finish(result_fd, outcome["status"], outcome["parts"], outcome["error"])
+    _finish(result_fd, sock, outcome["status"], outcome["parts"], outcome["error"])
+
+
+def _setup_descriptors(out_fd: int, err_fd: int, keep: set[int]) -> None:
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    keep = keep | {0, 1, 2}
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # the directory listing's own descriptor
 
 
 def apply_rlimits(limits: dict[str, Any]) -> None:
@@ -58,8 +128,30 @@ def apply_rlimits(limits: dict[str, Any]) -> None:
     _lower(resource.RLIMIT_FSIZE, int(limits["max_file_bytes"]))
     _lower(resource.RLIMIT_NOFILE, int(limits["max_open_files"]))
     _lower(resource.RLIMIT_AS, int(limits["memory_mb"]) * 1024 * 1024)
-    if os.geteuid() != 0:  # the kernel does not enforce RLIMIT_NPROC for root
-        _lower(resource.RLIMIT_NPROC, tasks_of_user(os.getuid()) + NPROC_MARGIN)
+
+
+def drop_identity(uid: int | None, gid: int | None) -> None:
+    """Become the sandbox uid/gid for good: real, effective and saved ids, no groups."""
+    if uid is None or gid is None:
+        return
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups():
+        raise OSError("identity drop did not take effect")
+
+
+def apply_nproc(limits: dict[str, Any], sandbox_uid: int | None) -> None:
+    """RLIMIT_NPROC counts every task of the real uid and is not enforced for root.
+
+    With a sandbox uid leased to this zygote alone, the candidate's own tasks are all there is;
+    as an ordinary user the user's existing tasks are counted in."""
+    if os.getuid() == 0:
+        return
+    allowed = int(limits["max_processes"])
+    if sandbox_uid is None:
+        allowed += tasks_of_user(os.getuid())
+    _lower(resource.RLIMIT_NPROC, allowed)
 
 
 def tasks_of_user(uid: int) -> int:
@@ -85,22 +177,7 @@ def _lower(which: int, soft: int, hard: int | None = None) -> None:
     resource.setrlimit(which, (soft, hard))
 
 
-def _die_with_parent(parent_pid: int) -> None:
-    """Ask Linux to SIGKILL this child if the parent thread dies (no effect elsewhere)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent_pid:  # the parent died before the prctl took effect
-        os._exit(70)
-
-
 def _isolate_stdio(budget: int) -> None:
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
     sys.stdin = sys.__stdin__ = io.StringIO()
     faulthandler.enable(file=2, all_threads=True)  # a segfault dump lands in the stderr file
     sys.stdout = sys.__stdout__ = _execute.CappedText(lambda b: _write_all(1, b), budget, fileno=1)
@@ -113,16 +190,22 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _finish(result_fd: int, status: str, parts: list[str], error: str | None) -> None:
-    """Write the result and leave at once: no atexit hooks or finalisers of the candidate run."""
+def _finish(result_fd: int, sock: socket.socket, status: str, parts: list[str], error: str | None) -> None:
+    """Write the result, tell the zygote, leave at once (no atexit hooks or finalisers run).
+
+    A process the candidate forked comes back here too when its copy of the candidate returns:
+    it leaves without writing, so only the candidate itself reports."""
+    if os.getpid() != _CANDIDATE_PID:
+        os._exit(0 if status == "ok" else 1)
     head = json.dumps({"status": status, "error": error})[:-1]
     body = (head + ',"solutions":[' + ",".join(parts) + "]}").encode("utf-8", "replace")
     try:
         _write_all(result_fd, body)
+        os.close(result_fd)
     except OSError:
         os._exit(3)
+    try:
+        sock.send(b"done")
+    except OSError:
+        pass
     os._exit(0)
-
-
-if __name__ == "__main__":
-    main()

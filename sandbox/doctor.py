@@ -1,67 +1,61 @@
-"""What isolation this machine can give a candidate (for ``hifo doctor``). Detection only."""
+"""What isolation this machine can give a candidate (for ``hifo doctor`` and each run's record).
+
+Detection only: :func:`isolation_report` probes the tools and kernel features once per process
+(two tiny ``bwrap``/``unshare`` runs) and says, for a level, which layers a run would get,
+which are missing and how to add them. It never raises for a missing layer, ``strict``
+included: refusing is the executor's job.
+"""
 
 from __future__ import annotations
 
 import os
 import platform
-import resource
-import shutil
 import sys
 from typing import Any
 
-_RLIMITS = ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_CORE", "RLIMIT_NPROC")
-_TOOLS = {
-    "setpriv": "run the child as an unprivileged user with no_new_privs",
-    "unshare": "network / pid / mount namespaces",
-    "bwrap": "bubblewrap: read-only file system, no network, pid namespace",
-}
+from sandbox._layers import FIX, LAYERS, LEVELS, IsolationUnavailable, machine, probe, resolve
 
 
-def isolation_report() -> dict[str, Any]:
-    """Layers sandbox v1 applies here, tools a later version will use, and warnings."""
-    is_root = os.geteuid() == 0
-    rlimits = {name: hasattr(resource, name) for name in _RLIMITS}
-    tools = {
-        name: {"path": shutil.which(name), "purpose": purpose, "used": "not used by sandbox v1"}
-        for name, purpose in _TOOLS.items()
-    }
-    warnings = [
-        "sandbox v1 has no namespaces, no separate user and no seccomp: a candidate can read "
-        "what this user can read and reach the network",
-    ]
-    if is_root:
-        warnings.append(
-            "running as root: RLIMIT_NPROC is not enforced and the candidate can read any "
-            "process's /proc/<pid>/environ; run hifo as an ordinary user"
-        )
-    missing = [name for name, ok in rlimits.items() if not ok]
-    if missing:
-        warnings.append(f"rlimits unavailable on this platform: {', '.join(missing)}")
-    return {
-        "sandbox": "v1",
-        "platform": f"{platform.system()} {platform.release()}",
-        "python": sys.executable,
-        "euid": os.geteuid(),
-        "is_root": is_root,
-        "layers": {
-            "session": hasattr(os, "setsid"),
-            "rlimits": rlimits,
-            "rlimit_nproc_enforced": rlimits["RLIMIT_NPROC"] and not is_root,
-            "scrubbed_env": True,
-            "temp_dir": True,
-            "exit_notification": "pidfd" if hasattr(os, "pidfd_open") else "polling every 5 ms",
-            "parent_death_signal": platform.system() == "Linux",
-            "namespaces": "not used by sandbox v1",
-        },
-        "tools": tools,
-        "unprivileged_userns": _read_sysctl("/proc/sys/kernel/unprivileged_userns_clone"),
-        "warnings": warnings,
-    }
-
-
-def _read_sysctl(path: str) -> str | None:
+def isolation_report(level: str = "standard") -> dict[str, Any]:
+    """Plain data (JSON-able): the machine's layers, the plan for ``level``, tools, warnings."""
+    found = probe()
+    offer = found.available()
     try:
-        with open(path) as handle:
-            return handle.read().strip()
-    except OSError:
-        return None
+        plan: dict[str, Any] = resolve(level, warn=False, probe_result=found).describe()
+    except IsolationUnavailable as exc:
+        plan = {"level": level, "refused": str(exc)}
+    levels = {}
+    for name in LEVELS:
+        try:
+            resolve(name, warn=False, probe_result=found)
+            levels[name] = "runs"
+        except IsolationUnavailable:
+            levels[name] = "refuses to run (missing layers)"
+    return {
+        "sandbox": "v2",
+        "platform": machine(),
+        "python": sys.executable,
+        "sandbox_python": found.python,
+        "site_dirs": list(found.site_dirs),
+        "euid": os.geteuid(),
+        "is_root": found.is_root,
+        "layers": {
+            name: offer[name] or f"MISSING: {found.why_missing(name)} (fix: {FIX[name]})" for name in LAYERS
+        },
+        "always": "own session, rlimits (address space, CPU, open files, file size, no core, processes), "
+        "allowlisted environment, fresh temporary directory, capped output, every candidate process killed "
+        "at its end (child subreaper), wall-clock deadline",
+        "levels": levels,
+        "plan": plan,
+        "warm_workers": "a zygote per (solver module, sys.path, preload, disk quota) forks each candidate; "
+        "exit notification by " + ("pidfd" if hasattr(os, "pidfd_open") else "polling every 5 ms"),
+        "tools": {
+            "bwrap": {"path": found.bwrap, "version": found.bwrap_version,
+                      "usable": found.bwrap_error is None, "error": found.bwrap_error},
+            "unshare": {"path": found.unshare, "usable": found.unshare_error is None, "error": found.unshare_error},
+            "setpriv": {"path": found.setpriv, "used": "--pdeathsig for the unshare launcher (identity is "
+                        "dropped in-process with setresuid)"},
+        },
+        "warnings": list(plan.get("warnings", [])) or ([plan["refused"]] if "refused" in plan else []),
+        "kernel": platform.release(),
+    }

@@ -1,13 +1,13 @@
 """Executors: anything with ``submit(job) -> Future[SandboxResult]`` runs sandbox jobs.
 
-* :class:`LocalExecutor` - a thread pool on this machine; each thread runs :func:`run_job`
-  (one fresh, isolated child process per job). The default.
+* :class:`LocalExecutor` - a thread pool on this machine; each job runs in a pristine child
+  forked from a warm worker (``warm=True``, the default) or from a zygote started for it alone
+  (``warm=False``, a fresh interpreter per candidate), with the isolation level's layers.
+* :class:`sandbox.RayExecutor` - the same runner on the nodes of a Ray cluster
+  (:mod:`sandbox._ray`; optional extra ``hifo[ray]``).
 * :class:`InProcessExecutor` - **UNSAFE**: runs the candidate in the calling process with no
   isolation at all. For benchmarks and trusted baselines only.
-
-Later (not in sandbox v1): a Ray executor for several machines and a warm-worker pool (a
-pre-imported interpreter that forks per candidate, saving the ~0.1-0.2 s spawn). Both will
-implement the same :class:`Executor` protocol, so callers need not change.
+* :func:`make_executor` - the factory behind ``--executor local|ray --isolation ... --address``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Iterable, Iterator, Protocol, runtime_checkable
 
 from sandbox import _execute
+from sandbox._layers import IsolationPlan
+from sandbox._pool import WarmPool, default_pool
 from sandbox.job import Job, SandboxResult
-from sandbox.runner import _run
+from sandbox.runner import JobHandle, _run, as_plan
 
 
 @runtime_checkable
@@ -56,18 +58,28 @@ class _Base:
 
 
 class LocalExecutor(_Base):
-    """Run jobs in parallel, each in its own sandboxed child process.
+    """Run jobs in parallel on this machine, each in its own isolated child process.
 
-    ``max_workers`` children at most run at once (default: ``os.cpu_count()``). A job not yet
-    started can be cancelled with ``future.cancel()``; ``shutdown(cancel_futures=True)``
-    cancels those and also kills the children of jobs already running (their results say
-    ``"cancelled: executor shut down"``).
+    ``max_workers`` jobs at most run at once (default: ``os.cpu_count()``).
+    ``isolation``: ``"strict"`` (refuses, raising :class:`~sandbox.IsolationUnavailable`, when
+    a layer is missing here), ``"standard"`` (default: every layer available, a loud warning
+    naming the missing ones) or ``"minimal"`` (sandbox v1: process layer only, loud warning);
+    resolved once, at construction. ``warm``: fork candidates from warm workers that have
+    imported the solver's module (and ``Job.preload``) already; ``pool``: the
+    :class:`~sandbox.WarmPool` to take them from (default: one shared by the process).
+    A job not yet started can be cancelled with ``future.cancel()``;
+    ``shutdown(cancel_futures=True)`` also kills the candidates already running (their results
+    say ``"cancelled: executor shut down"``). Each job's deadline is ``job.limits.timeout_s``.
     """
 
-    def __init__(self, max_workers: int | None = None) -> None:
+    def __init__(self, max_workers: int | None = None, *, isolation: str | IsolationPlan = "standard",
+                 warm: bool = True, pool: WarmPool | None = None) -> None:
         self.max_workers = max_workers or os.cpu_count() or 1
+        self.plan = as_plan(isolation)
+        self.warm = warm
+        self._warm_pool = (pool or default_pool()) if warm else None
         self._pool = ThreadPoolExecutor(self.max_workers, thread_name_prefix="hifo-sandbox")
-        self._running: set[Any] = set()
+        self._running: set[JobHandle] = set()
         self._lock = threading.Lock()
         self._closing = False
 
@@ -75,17 +87,17 @@ class LocalExecutor(_Base):
         return self._pool.submit(self._run_tracked, job)
 
     def _run_tracked(self, job: Job) -> SandboxResult:
-        handles: list[Any] = []
+        handles: list[JobHandle] = []
 
-        def on_start(process: Any) -> None:
+        def on_start(handle: JobHandle) -> None:
             with self._lock:
-                self._running.add(process)
-                handles.append(process)
+                self._running.add(handle)
+                handles.append(handle)
                 if self._closing:
-                    process.kill("executor shut down")
+                    handle.kill("executor shut down")
 
         try:
-            return _run(job, on_start)
+            return _run(job, on_start, self.plan, self._warm_pool)
         finally:
             with self._lock:
                 self._running.difference_update(handles)
@@ -95,9 +107,25 @@ class LocalExecutor(_Base):
             with self._lock:
                 self._closing = True
                 running = list(self._running)
-            for process in running:
-                process.kill("executor shut down")
+            for handle in running:
+                handle.kill("executor shut down")
         self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def make_executor(kind: str = "local", isolation: str = "standard", max_workers: int | None = None,
+                  address: str | None = None, *, warm: bool = True) -> Any:
+    """The executor behind the CLI flags ``--executor local|ray``, ``--isolation
+    strict|standard|minimal``, ``--workers N`` and ``--address ADDR`` (Ray only: ``auto`` or
+    ``ray://host:10001``; none starts a local Ray instance)."""
+    if kind == "local":
+        if address:
+            raise ValueError("--address is only meaningful with --executor ray")
+        return LocalExecutor(max_workers, isolation=isolation, warm=warm)
+    if kind == "ray":
+        from sandbox._ray import RayExecutor
+
+        return RayExecutor(address, max_workers=max_workers, isolation=isolation, warm=warm)
+    raise ValueError(f"unknown executor {kind!r}: expected 'local' or 'ray'")
 
 
 class InProcessExecutor(_Base):

@@ -4,7 +4,7 @@ The sandbox knows nothing about evaluators or the agent: a :class:`Job` names th
 source, the function to take from it, and a *trusted* solver callable (``module:attr``) that
 the child imports and calls as ``solver(candidate_function, instance)`` for each instance.
 Whatever the solver returns must be JSON-serialisable; the parent never unpickles anything
-that came from the child.
+that came from the child (or from the warm worker that forked it).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ class JobLimits:
     max_solution_bytes: int = 32 * 1024 * 1024  # result channel cap
     max_open_files: int = 64  # RLIMIT_NOFILE
     max_file_bytes: int = 16 * 1024 * 1024  # RLIMIT_FSIZE
+    max_processes: int = 64  # RLIMIT_NPROC: tasks (processes and threads) of the candidate; not for root
+    max_disk_bytes: int = 256 * 1024 * 1024  # size of the candidate's /tmp (bubblewrap or unshare tmpfs)
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,9 @@ class Job:
     # unpickling ``instances`` (the child runs with ``python -I``, which ignores PYTHONPATH and
     # the working directory). Trusted input from the parent, like ``solver``.
     sys_path: tuple[str, ...] = ()
+    # Modules the warm worker imports once, before forking candidates (the solver's module is
+    # always imported): name the heavy libraries candidates use (e.g. ("numpy",), ("torch",)).
+    preload: tuple[str, ...] = ()
 
 
 @dataclass

@@ -1,77 +1,132 @@
-"""``run_job``: one candidate in one fresh child process, with every v1 layer applied.
+"""``run_job``: one candidate, in a pristine process forked from a (warm or fresh) zygote.
 
-Layers (sandbox v1): own session and process group (the whole group is SIGKILLed at the
-wall-clock deadline and after every exit), rlimits (address space, CPU, open files, file size,
-no core; processes too unless running as root), an environment built from an allowlist, a
-fresh temporary working directory (also HOME and TMPDIR) removed afterwards, capped stdout,
-stderr and result channel. No namespaces, no separate user, no seccomp yet: see
-:func:`sandbox.doctor.isolation_report` and the gaps listed in ``isolation["gaps"]``.
+Every job gets the process layer (own session, rlimits, allowlisted environment, a fresh
+temporary directory, capped stdout/stderr/result, all its processes SIGKILLed when it ends) and
+whatever the isolation plan adds (separate uid, pid/network namespaces, read-only file system,
+bounded /tmp, seccomp; see :mod:`sandbox._layers`). ``isolation["gaps"]`` in each result lists
+what this run did *not* get.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-import pickle
-import shutil
 import signal
-import stat
-import sys
 import tempfile
+import threading
 import time
-from typing import Any, get_args
+from typing import Any, Callable, get_args
 
-from sandbox._process import ProcessOutcome, SandboxProcess, child_env
+from sandbox._layers import LAYERS, IsolationPlan, resolve
+from sandbox._pool import WarmPool, start_zygote, stop_zygote
+from sandbox._process import ProcessOutcome, ZygoteLost, ZygoteSpec, child_env
 from sandbox.job import Job, SandboxResult, Status
 
 STATUSES = frozenset(get_args(Status))
 _MAX_ERROR = 4000
 _TRUNCATION_MARK = "\n[hifo sandbox: output truncated]"
-V1_GAPS = (
-    "no namespaces: the candidate sees the network and the whole file system its user can see",
-    "same user as the parent: it can read /proc/<parent>/environ and signal the parent's processes",
-    "a grandchild that calls setsid() or setpgid() escapes the process-group kill",
+ALWAYS_GAPS = (
     "the solver shares the candidate's process: a hostile candidate can forge its solutions "
     "(the parent's score() must check them; it never trusts the child)",
-    "disk use in the temporary directory is bounded per file (RLIMIT_FSIZE), not in total",
 )
-ROOT_GAPS = (
-    "running as root: RLIMIT_NPROC is not enforced, so a fork bomb is bounded only by the timeout",
-    "running as root: the candidate can raise its own hard rlimits (CAP_SYS_RESOURCE); "
-    "only the wall-clock timeout still holds",
-)
+MISSING_GAPS = {
+    "unprivileged_user": "the candidate runs as root: RLIMIT_NPROC is not enforced and it can raise its own hard "
+    "rlimits where the host grants CAP_SYS_RESOURCE; only the wall-clock timeout still holds",
+    "pid_namespace": "no pid namespace: the candidate sees host processes in /proc",
+    "network_namespace": "no network namespace: the candidate can reach the network, loopback included",
+    "read_only_fs": "no read-only view: the candidate can write wherever its user may (world-writable "
+    "directories such as /tmp at least)",
+    "bounded_disk": "disk use in the temporary directory is bounded per file (RLIMIT_FSIZE), not in total",
+    "seccomp": "no seccomp filter: every system call its user may make is open to it",
+}
+
+PlanLike = str | IsolationPlan | None
 
 
-def run_job(job: Job) -> SandboxResult:
-    """Run ``job`` in a fresh, isolated child process and return what happened.
+def run_job(job: Job, *, isolation: PlanLike = None, warm: bool | WarmPool = False) -> SandboxResult:
+    """Run ``job`` in a pristine, isolated process and return what happened.
 
-    Never raises for anything the candidate does; raises ``OSError`` if the child cannot be
-    started at all, and ``pickle.PicklingError``/``TypeError`` if the instances cannot be
-    pickled (both are the caller's problem, not the candidate's).
+    ``isolation``: ``"strict" | "standard" | "minimal"`` or a resolved plan (default
+    ``"standard"``). ``warm``: False starts a zygote for this job alone (a fresh interpreter);
+    True uses the process-wide warm pool; or pass a :class:`~sandbox.WarmPool`. Never raises
+    for anything the candidate does; raises ``OSError`` if no worker can be started,
+    :class:`~sandbox.IsolationUnavailable` for ``strict`` on a machine that lacks a layer.
     """
-    return _run(job, None)
+    from sandbox._pool import default_pool
+
+    pool = default_pool() if warm is True else warm or None
+    return _run(job, None, as_plan(isolation), pool)
 
 
-def _run(job: Job, on_start: Any) -> SandboxResult:
-    """``on_start(process)`` lets an executor keep a handle to kill the job early."""
+def as_plan(isolation: PlanLike, warn: bool = True) -> IsolationPlan:
+    if isinstance(isolation, IsolationPlan):
+        return isolation
+    return _cached_plan(isolation or "standard", warn)
+
+
+_PLANS: dict[str, IsolationPlan] = {}
+_PLANS_LOCK = threading.Lock()
+
+
+def _cached_plan(level: str, warn: bool) -> IsolationPlan:
+    with _PLANS_LOCK:
+        if level not in _PLANS:  # resolved (and warned about) once per process
+            _PLANS[level] = resolve(level, warn=warn)
+        return _PLANS[level]
+
+
+class JobHandle:
+    """Lets an executor kill a job from another thread, before or while it runs."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.reason: str | None = None
+        self._zygote: Any = None
+
+    def kill(self, reason: str) -> None:
+        with self._lock:
+            self.reason = self.reason or reason
+            zygote = self._zygote
+        if zygote is not None:
+            zygote.kill(reason)
+
+    def attach(self, zygote: Any) -> str | None:
+        with self._lock:
+            self._zygote = zygote
+            return self.reason
+
+
+def _run(job: Job, on_start: Callable[[JobHandle], None] | None, plan: IsolationPlan,
+         pool: WarmPool | None) -> SandboxResult:
     started = time.monotonic()
-    limits = job.limits
-    payload = _payload(job)
-    root = tempfile.mkdtemp(prefix="hifo-sbx-")
-    try:
-        workdir = os.path.join(root, "work")
-        os.mkdir(workdir, 0o700)
-        # The parent keeps these fds and reads through them: renaming or replacing the
-        # paths from inside the sandbox cannot redirect what the parent reads.
-        with open(os.path.join(root, "stdout"), "w+b") as out, open(os.path.join(root, "stderr"), "w+b") as err:
-            process = SandboxProcess(workdir, out.fileno(), err.fileno(), payload, _result_cap(job))
-            if on_start is not None:
-                on_start(process)
-            outcome = process.run(limits.timeout_s)
-            stdout, stderr, truncated = read_capped_output(out.fileno(), err.fileno(), limits.max_output_bytes)
-    finally:
-        _remove_tree(root)
+    spec = spec_for(job, plan)
+    handle = JobHandle()
+    if on_start is not None:
+        on_start(handle)
+    cap = _result_cap(job)
+    zygote = None
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        for attempt in range(3):  # a worker lost before it took the job is replaced transparently
+            zygote = pool.acquire(spec) if pool is not None else start_zygote(spec)
+            reason = handle.attach(zygote)
+            try:
+                if reason is not None:
+                    outcome = ProcessOutcome(None, 0.0, False, reason, b"", False)
+                else:
+                    outcome = zygote.run(job, out.fileno(), err.fileno(), cap)
+            except ZygoteLost:
+                stop_zygote(zygote)
+                if attempt == 2:
+                    raise OSError("sandbox workers kept dying before accepting the job") from None
+                continue
+            finally:
+                handle.attach(None)
+            break
+        if pool is not None and zygote.alive:
+            pool.release(zygote)
+        else:
+            stop_zygote(zygote)
+        stdout, stderr, truncated = read_capped_output(out.fileno(), err.fileno(), job.limits.max_output_bytes)
     status, solutions, error = classify(outcome, job)
     return SandboxResult(
         status=status,
@@ -80,24 +135,34 @@ def _run(job: Job, on_start: Any) -> SandboxResult:
         stdout=stdout,
         stderr=stderr,
         wall_s=time.monotonic() - started,
-        isolation=isolation_applied(job),
+        isolation=isolation_applied(job, plan, warm=pool is not None),
         output_truncated=truncated,
     )
 
 
-def _payload(job: Job) -> bytes:
-    return pickle.dumps(
-        {
-            "code": job.code,
-            "entry": job.entry,
-            "solver": job.solver,
-            "sys_path": [str(p) for p in job.sys_path],
-            "limits": dataclasses.asdict(job.limits),
-            "instances": pickle.dumps(list(job.instances), protocol=pickle.HIGHEST_PROTOCOL),
-            "parent_pid": os.getpid(),
-        },
-        protocol=pickle.HIGHEST_PROTOCOL,
-    )
+def spec_for(job: Job, plan: IsolationPlan) -> ZygoteSpec:
+    ro_paths: tuple[str, ...] = ()
+    if plan.launcher == "bwrap" and os.geteuid() != 0:  # $HOME is hidden: bind back what is needed
+        ro_paths = _needed_paths(job, plan)
+    return ZygoteSpec(plan=plan, solver_module=job.solver.partition(":")[0], sys_path=tuple(map(str, job.sys_path)),
+                      preload=tuple(job.preload), disk_bytes=int(job.limits.max_disk_bytes), ro_paths=ro_paths)
+
+
+def _needed_paths(job: Job, plan: IsolationPlan) -> tuple[str, ...]:
+    import importlib.util
+    import sys
+
+    paths = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(plan.python)), *plan.site_dirs,
+             *[p for p in sys.path if p], *map(str, job.sys_path), os.path.dirname(os.path.dirname(__file__))]
+    for name in (job.solver.partition(":")[0], *job.preload):
+        try:
+            spec = importlib.util.find_spec(name.split(".")[0])
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.origin and spec.origin not in ("built-in", "frozen"):
+            paths.append(os.path.dirname(os.path.dirname(spec.origin)) if spec.submodule_search_locations
+                         else os.path.dirname(spec.origin))
+    return tuple(paths)
 
 
 def _result_cap(job: Job) -> int:
@@ -114,8 +179,10 @@ def classify(outcome: ProcessOutcome, job: Job) -> tuple[Status, list[Any], str 
         return "timeout", [], f"killed after {limits.timeout_s:.1f} s wall-clock timeout"
     if outcome.result_overflow:
         return "output_limit", [], f"result channel exceeded its {_result_cap(job)}-byte cap"
+    if outcome.lost:
+        return "crashed", [], "the sandbox worker died while the candidate ran (killed from inside?); it is replaced"
     code = outcome.returncode
-    if code is not None and code < 0:
+    if code is not None and code < 0 and not outcome.result:
         return _signalled(-code, outcome.cpu_s, job)
     if not outcome.result:
         how = "with an unknown status" if code is None else f"with code {code}"
@@ -172,16 +239,24 @@ def read_capped_output(out_fd: int, err_fd: int, cap: int) -> tuple[str, str, bo
     return texts[0], texts[1], truncated
 
 
-def isolation_applied(job: Job) -> dict[str, Any]:
-    """Which layers this run got (the child fails closed if it cannot apply its rlimits)."""
+def isolation_applied(job: Job, plan: IsolationPlan, warm: bool = False) -> dict[str, Any]:
+    """Which layers this run got, and the gaps it did not get closed."""
     limits = job.limits
-    root = os.geteuid() == 0
-    nproc: Any = "not applied: running as root (the kernel does not enforce RLIMIT_NPROC for root)"
-    if not root:
-        nproc = "the user's current task count + 64"
+    root_child = os.geteuid() == 0 and not plan.drop_user
+    nproc: Any = f"{limits.max_processes} tasks of its own sandbox uid" if plan.drop_user else (
+        "not applied: the candidate runs as root (the kernel does not enforce RLIMIT_NPROC for root)"
+        if root_child else f"the user's current task count + {limits.max_processes}")
+    gaps = [MISSING_GAPS[name] for name in LAYERS if name not in plan.applied] + list(ALWAYS_GAPS)
+    if "pid_namespace" not in plan.applied and not plan.drop_user:
+        gaps.append("same user as the parent and no pid namespace: it can read /proc/<parent>/environ and "
+                    "signal the parent's processes")
     return {
-        "sandbox": "v1",
-        "session": "own session and process group; the whole group is SIGKILLed on timeout and exit",
+        "sandbox": "v2",
+        "level": plan.level,
+        "launcher": plan.launcher,
+        "warm_worker": warm,
+        "session": "own session; every process of the candidate is SIGKILLed when it ends (subreaper walk, "
+        "or kill(-1) inside its own pid namespace)",
         "rlimits": {
             "address_space_mb": limits.memory_mb,
             "cpu_s": limits.cpu_s,
@@ -193,38 +268,12 @@ def isolation_applied(job: Job) -> dict[str, Any]:
         "scrubbed_env": sorted(child_env("/")),  # the only variables the child gets
         "temp_dir": "fresh per job (also HOME and TMPDIR), removed afterwards",
         "output_caps": {"output_bytes": limits.max_output_bytes, "result_bytes": limits.max_solution_bytes},
-        "namespaces": "none (sandbox v1)",
-        "unprivileged_user": False,
-        "no_network": False,
-        "read_only_fs": False,
-        "seccomp": False,
-        "gaps": list(V1_GAPS + ROOT_GAPS) if root else list(V1_GAPS),
+        "layers": {name: name in plan.applied for name in LAYERS},
+        "namespaces": "pid, network, mount, ipc, uts" if plan.launcher != "none" else "none",
+        "unprivileged_user": "unprivileged_user" in plan.applied,
+        "no_network": "network_namespace" in plan.applied,
+        "read_only_fs": "read_only_fs" in plan.applied,
+        "bounded_disk_bytes": limits.max_disk_bytes if "bounded_disk" in plan.applied else None,
+        "seccomp": "seccomp" in plan.applied,
+        "gaps": gaps,
     }
-
-
-def _remove_tree(root: str) -> None:
-    """Remove the job directory even if the candidate chmod-ed parts of it away."""
-    retried: set[str] = set()
-
-    def retry(_func: Any, path: str, _exc: Any) -> None:
-        if path in retried:
-            return
-        retried.add(path)
-        try:
-            os.chmod(os.path.dirname(path), stat.S_IRWXU)
-            if os.path.isdir(path) and not os.path.islink(path):
-                os.chmod(path, stat.S_IRWXU)
-                _rmtree(path, retry)
-            else:
-                os.unlink(path)
-        except OSError:
-            pass
-
-    _rmtree(root, retry)
-
-
-def _rmtree(path: str, handler: Any) -> None:
-    if sys.version_info >= (3, 12):  # onerror is deprecated there
-        shutil.rmtree(path, onexc=handler)
-    else:
-        shutil.rmtree(path, onerror=handler)

@@ -13,6 +13,12 @@ need_apt=()
 "$PY" -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)
 command -v g++ >/dev/null || need_apt+=(build-essential)
 command -v cmake >/dev/null || need_apt+=(cmake)
+# the sandbox's read-only file system layer (and its namespaces) come from bubblewrap
+# (optional: without it the 'standard' level warns and 'strict' refuses)
+if ! command -v bwrap >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then need_apt+=(bubblewrap)
+  else echo "[setup] note: bubblewrap is not installed; sandbox level 'strict' will refuse to run" >&2; fi
+fi
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "[setup] installing system packages: ${need_apt[*]}"

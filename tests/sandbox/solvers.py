@@ -1,6 +1,6 @@
 """Tiny trusted solvers for the sandbox tests, imported by the sandbox child.
 
-The child runs ``python -I`` (no PYTHONPATH, no cwd on sys.path), so jobs built here pass
+The child runs ``python -I -S`` (no PYTHONPATH, no cwd on sys.path), so jobs built here pass
 this directory through ``Job.sys_path`` and name the solver ``"solvers:apply"``.
 """
 
@@ -10,11 +10,22 @@ from pathlib import Path
 from typing import Any, Callable
 
 HERE = str(Path(__file__).resolve().parent)
+SCALE = 10  # module state a candidate may try to tamper with (see ``scaled``)
 
 
 def apply(function: Callable[[Any], Any], instance: Any) -> Any:
     """The whole 'algorithm': call the heuristic on the instance."""
     return function(instance)
+
+
+def scaled(function: Callable[[Any], Any], instance: Any) -> Any:
+    """An 'algorithm' that reads module state after the candidate was loaded."""
+    return {"value": function(instance), "scale": SCALE}
+
+
+def check_scaled(instance: Any, solution: Any) -> bool:
+    """The trusted side of ``scaled``: recompute from the solution alone, as score() does."""
+    return solution["scale"] == 10
 
 
 class ClassSolver:
@@ -25,7 +36,8 @@ class ClassSolver:
         return {"value": function(instance)}
 
 
-def make_job(code: str, instances: list[Any] | None = None, entry: str = "f", solver: str = "solvers:apply", **limits: Any):
+def make_job(code: str, instances: list[Any] | None = None, entry: str = "f", solver: str = "solvers:apply",
+             preload: tuple[str, ...] = (), **limits: Any):
     """A Job for ``code`` with this module as solver; keyword arguments become JobLimits."""
     from sandbox import Job, JobLimits
 
@@ -36,4 +48,5 @@ def make_job(code: str, instances: list[Any] | None = None, entry: str = "f", so
         instances=[1] if instances is None else instances,
         limits=JobLimits(**limits),
         sys_path=(HERE,),
+        preload=preload,
     )

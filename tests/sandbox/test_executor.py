@@ -1,4 +1,4 @@
-"""LocalExecutor (parallel, cancellable) and the unsafe InProcessExecutor."""
+"""LocalExecutor (parallel, cancellable, warm or fresh), make_executor, and the unsafe InProcessExecutor."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from concurrent.futures import Future
 
 from solvers import make_job
 
-from sandbox import Executor, InProcessExecutor, LocalExecutor, run_job
+import pytest
+
+from sandbox import Executor, InProcessExecutor, LocalExecutor, WarmPool, make_executor, run_job
 
 SLEEPY = "import time\ndef f(x):\n    time.sleep(x)\n    return x\n"
 
@@ -42,11 +44,12 @@ def test_jobs_not_started_can_be_cancelled():
     executor.shutdown()
 
 
-def test_shutdown_with_cancel_kills_running_children():
-    executor = LocalExecutor(max_workers=2)
+@pytest.mark.parametrize("warm", [True, False])
+def test_shutdown_with_cancel_kills_running_children(warm):
+    executor = LocalExecutor(max_workers=2, warm=warm)
     running = executor.submit(make_job(SLEEPY, instances=[30], timeout_s=60.0))
     queued = [executor.submit(make_job(SLEEPY, instances=[30])) for _ in range(2)]
-    time.sleep(0.3)
+    time.sleep(0.3 if warm else 1.0)
     started = time.monotonic()
     executor.shutdown(wait=True, cancel_futures=True)
     assert time.monotonic() - started < 5
@@ -74,3 +77,24 @@ def test_in_process_executor_reports_errors_and_invalid_solutions():
     invalid = executor.submit(make_job("def f(x):\n    return float('nan')\n")).result()
     assert error.status == "error" and error.error.startswith("ZeroDivisionError")
     assert invalid.status == "invalid"
+
+
+def test_make_executor_builds_what_the_cli_flags_ask_for():
+    with make_executor("local", "standard", max_workers=2) as executor:
+        assert isinstance(executor, LocalExecutor) and executor.max_workers == 2 and executor.warm
+        assert executor.plan.level == "standard"
+        assert executor.submit(make_job("def f(x):\n    return -x\n")).result().solutions == [-1]
+    with pytest.raises(ValueError):
+        make_executor("local", address="ray://nowhere:10001")
+    with pytest.raises(ValueError):
+        make_executor("slurm")
+
+
+def test_each_job_keeps_its_own_deadline_on_a_shared_worker():
+    pool = WarmPool()
+    with LocalExecutor(max_workers=1, pool=pool) as executor:
+        slow = executor.submit(make_job(SLEEPY, instances=[10], timeout_s=0.5))
+        quick = executor.submit(make_job(SLEEPY, instances=[0.1], timeout_s=5.0))
+        assert slow.result().status == "timeout" and quick.result().ok
+    assert pool.started == 1 and pool.reused == 1  # the timed-out candidate's worker served the next one
+    pool.close()

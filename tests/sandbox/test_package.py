@@ -22,7 +22,7 @@ OURS = {"agents", "evaluators", "problems", "knowledge_base", "benchmarks", "tes
 
 def test_curated_exports_resolve():
     for name in sandbox.__all__:
-        assert getattr(sandbox, name).__doc__ or name == "Status"
+        assert getattr(sandbox, name).__doc__ or name in ("Status", "LEVELS")
     with pytest.raises(AttributeError):
         sandbox.nonexistent  # noqa: B018
 
@@ -36,22 +36,29 @@ def test_sandbox_imports_nothing_else_of_ours():
             assert not {n.split(".")[0] for n in names} & OURS, path.name
 
 
-def test_child_import_stays_light():
-    heavy = ("subprocess", "concurrent.futures", "sandbox.runner", "sandbox.executor")
-    code = LOAD_PACKAGE + f"import json, sandbox._child\nprint(json.dumps([m for m in {heavy!r} if m in sys.modules]))\n"
+def test_worker_side_imports_stay_light():
+    """The zygote and the candidate child load none of the parent-side machinery (nor ray)."""
+    heavy = ("subprocess", "concurrent.futures", "sandbox.runner", "sandbox.executor", "sandbox._process", "ray")
+    code = LOAD_PACKAGE + (f"import json, sandbox._child, sandbox._zygote\n"
+                           f"print(json.dumps([m for m in {heavy!r} if m in sys.modules]))\n")
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
 
 
-def test_isolation_report_describes_layers_and_tools():
+def test_isolation_report_describes_layers_levels_and_tools():
     report = isolation_report()
     json.dumps(report)  # plain data for `hifo doctor --json`
-    assert report["is_root"] == (os.geteuid() == 0)
-    assert report["layers"]["rlimit_nproc_enforced"] == (os.geteuid() != 0)
+    assert report["sandbox"] == "v2" and report["is_root"] == (os.geteuid() == 0)
+    assert set(report["layers"]) == {"unprivileged_user", "pid_namespace", "network_namespace", "read_only_fs",
+                                     "bounded_disk", "seccomp"}
     assert set(report["tools"]) == {"setpriv", "unshare", "bwrap"}
-    assert all(t["used"] == "not used by sandbox v1" for t in report["tools"].values())
-    assert report["layers"]["namespaces"] == "not used by sandbox v1"
-    assert any("no namespaces" in w for w in report["warnings"])
+    assert report["levels"]["minimal"] == "runs" and report["levels"]["standard"] == "runs"
+    missing = [name for name, how in report["layers"].items() if how.startswith("MISSING")]
+    assert (report["levels"]["strict"] == "runs") == (not missing)
+    assert report["plan"]["missing"] == missing
+    for name in missing:  # every missing layer says how to get it
+        assert "fix:" in report["layers"][name]
+    assert isolation_report("minimal")["plan"]["level"] == "minimal"
 
 
 def test_tasks_of_user_counts_at_least_this_process_threads():

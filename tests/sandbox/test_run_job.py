@@ -20,9 +20,12 @@ def test_success_returns_solutions_output_and_isolation():
     assert result.stdout == "seen 1\nseen 2\nseen 3\n"
     assert result.error is None and not result.output_truncated
     iso = result.isolation
-    assert iso["sandbox"] == "v1" and iso["namespaces"].startswith("none")
+    assert iso["sandbox"] == "v2" and iso["level"] == "standard" and iso["warm_worker"] is False
     assert iso["rlimits"]["address_space_mb"] == 2048 and iso["rlimits"]["core_bytes"] == 0
-    assert "process group" in iso["session"] and "OPENAI_API_KEY" not in iso["scrubbed_env"]
+    assert "own session" in iso["session"] and "OPENAI_API_KEY" not in iso["scrubbed_env"]
+    assert set(iso["layers"]) == {"unprivileged_user", "pid_namespace", "network_namespace", "read_only_fs",
+                                  "bounded_disk", "seccomp"}
+    assert all(isinstance(gap, str) for gap in iso["gaps"]) and any("forge" in gap for gap in iso["gaps"])
     assert 0 < result.wall_s < 5
 
 
@@ -111,19 +114,68 @@ def test_unpicklable_instances_raise_in_the_parent():
         run_job(make_job("def f(x):\n    return 1\n", instances=[lambda: 1]))
 
 
-def test_temp_dir_is_home_and_tmpdir_and_is_removed():
-    code = "import os\ndef f(x):\n    open('scratch.txt', 'w').write('hi')\n    return [os.getcwd(), os.environ['HOME'], os.environ['TMPDIR']]\n"
-    result = run_job(make_job(code))
+def test_temp_dir_is_home_and_tmpdir_and_is_removed(pool):
+    code = ("import os\ndef f(x):\n    open('scratch.txt', 'w').write('hi')\n"
+            "    return [os.getcwd(), os.environ['HOME'], os.environ['TMPDIR'], os.listdir('.')]\n")
+    first = run_job(make_job(code), warm=pool)
+    assert first.ok, first.error
+    cwd, home, tmp, listing = first.solutions[0]
+    assert cwd == home == tmp and listing == ["scratch.txt"]
+    assert _nothing_left_for_later_candidates(cwd, pool)
+
+
+def test_chmod_and_symlink_tricks_do_not_break_cleanup_or_output(pool):
+    code = (
+        "import os\n"
+        "def f(x):\n"
+        "    os.makedirs('locked/inner')\n"
+        "    os.symlink('/etc', 'locked/inner/etc')\n"
+        "    os.chmod('locked/inner', 0)\n"
+        "    os.chmod('locked', 0)\n"
+        "    print('still captured')\n"
+        "    return os.getcwd()\n"
+    )
+    result = run_job(make_job(code), warm=pool)
     assert result.ok, result.error
-    cwd, home, tmp = result.solutions[0]
-    assert cwd == home == tmp and os.path.basename(cwd) == "work"
-    assert not os.path.exists(cwd) and not os.path.exists(os.path.dirname(cwd))
+    assert result.stdout == "still captured\n"
+    assert oct(os.stat("/etc").st_mode & 0o777) == "0o755"  # the cleanup never followed the link
+    assert _nothing_left_for_later_candidates(result.solutions[0], pool)
 
 
-def test_polling_fallback_without_pidfd(monkeypatch):
-    from sandbox import _process
+def _nothing_left_for_later_candidates(path: str, pool) -> bool:
+    """The same warm worker's next candidates cannot read ``path``, and soon it is gone."""
+    probe = ("import os\n"
+             "def f(x):\n"
+             "    try:\n"
+             f"        return os.listdir({path!r})\n"
+             "    except OSError as exc:\n"
+             "        return type(exc).__name__\n")
+    seen = [run_job(make_job(probe), warm=pool).solutions[0] for _ in range(3)]
+    return all(s in ("PermissionError", "FileNotFoundError") for s in seen) and seen[-1] == "FileNotFoundError"
 
-    monkeypatch.setattr(_process, "_pidfd", lambda pid: None)  # as on kernels before 5.3
-    assert run_job(make_job("def f(x):\n    return x\n", instances=[3])).solutions == [3]
-    slow = run_job(make_job("import time\ndef f(x):\n    time.sleep(10)\n", timeout_s=0.5))
-    assert slow.status == "timeout" and slow.wall_s < 2
+
+def test_descendant_walk_matches_a_full_proc_scan():
+    """The zygote kills what it finds through /proc/<pid>/task/<tid>/children, or by a full
+    scan of /proc on kernels without CONFIG_PROC_CHILDREN: both must find the same tree."""
+    import subprocess
+    import sys
+
+    from sandbox import _proctree
+
+    tree = subprocess.Popen([sys.executable, "-c", "import subprocess, time; p = subprocess.Popen(['sleep', '30']);"
+                             " time.sleep(30)"])
+    try:
+        import time
+
+        deadline = time.monotonic() + 10
+        while len(_proctree.descendants(tree.pid)) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        walked = _proctree.descendants(tree.pid)
+        assert len(walked) == 1
+        assert _proctree.children_by_scan(tree.pid) == walked
+        assert tree.pid in _proctree.children(os.getpid()) and tree.pid in _proctree.children_by_scan(os.getpid())
+    finally:
+        for pid in _proctree.descendants(tree.pid):
+            os.kill(pid, 9)
+        tree.kill()
+        tree.wait()
