@@ -24,6 +24,11 @@ BUILTIN: dict[str, str] = {
     "newton_schulz": "evaluators.newton_schulz:NewtonSchulzSchedule",
     "milp_primal": "evaluators.milp_primal:MILPPrimal",
     "fmip_guidance": "evaluators.fmip_guidance:FMIPGuidance",
+    "tsp_gls": "evaluators.tsp_gls:TSPGLS",
+    "atsp_construct": "evaluators.atsp_construct:ATSPConstruct",
+    "acvrp_construct": "evaluators.acvrp_construct:ACVRPConstruct",
+    "radar_tune": "evaluators.radar_tune:RadarTune",
+    "qd_dms": "evaluators.qd_dms:QDDiscountModelSearch",
 }
 
 

@@ -66,6 +66,10 @@ def bwrap_args(spec: ZygoteSpec, is_root: bool) -> list[str]:
             args += ["--tmpfs", home]
             for path in _under(home, spec.ro_paths):
                 args += ["--ro-bind", path, path]
+    for masked in ("/tmp", "/dev/shm"):  # code living under a fresh tmpfs is bound back read-only
+        for path in _under(masked, spec.ro_paths):
+            if path != masked:
+                args += ["--ro-bind", path, path]
     return args + ["--chdir", "/tmp"]
 
 

@@ -113,7 +113,11 @@ class Zygote:
             "uids": list(self.uids), "seccomp": plan.seccomp, "tmp_root": tmp_root,
             "private_dirs": {"bwrap": ["/tmp", "/dev/shm"], "unshare": ["/tmp", "/var/tmp", "/dev/shm"]}.get(
                 plan.launcher, []),
-            "mount_tmpfs": [("/tmp", disk), ("/var/tmp", min(disk, 1 << 24)), ("/dev/shm", min(disk, 1 << 26))]
+            # a directory holding code the worker needs (a checkout in /tmp) is not covered by a tmpfs
+            # under unshare: it cannot bind the code back afterwards (bubblewrap can)
+            "mount_tmpfs": [(d, size) for d, size in (("/tmp", disk), ("/var/tmp", min(disk, 1 << 24)),
+                                                      ("/dev/shm", min(disk, 1 << 26)))
+                            if not any(os.path.realpath(p).startswith(d + os.sep) for p in self.spec.ro_paths)]
             if plan.launcher == "unshare" else [],
         }
         try:

@@ -142,7 +142,9 @@ def _run(job: Job, on_start: Callable[[JobHandle], None] | None, plan: Isolation
 
 def spec_for(job: Job, plan: IsolationPlan) -> ZygoteSpec:
     ro_paths: tuple[str, ...] = ()
-    if plan.launcher == "bwrap" and os.geteuid() != 0:  # $HOME is hidden: bind back what is needed
+    if plan.launcher in ("bwrap", "unshare"):
+        # private tmpfs mounts (/tmp, /dev/shm; $HOME for an ordinary user) would hide code that lives
+        # there, e.g. a checkout in /tmp: bind back (or keep) what the worker needs
         ro_paths = _needed_paths(job, plan)
     return ZygoteSpec(plan=plan, solver_module=job.solver.partition(":")[0], sys_path=tuple(map(str, job.sys_path)),
                       preload=tuple(job.preload), disk_bytes=int(job.limits.max_disk_bytes), ro_paths=ro_paths)

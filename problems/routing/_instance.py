@@ -9,7 +9,7 @@ import numpy as np
 
 @dataclass(frozen=True, eq=False)
 class TSPInstance:
-    """A symmetric TSP instance.
+    """A TSP instance, symmetric or asymmetric (``distance_matrix[i, j]`` is the cost of i -> j).
 
     ``distance_matrix`` is an ``n x n`` float64 array (TSPLIB's rounded integers are stored
     as exact floats). ``best_known`` is the tour length to compare against, when one is known,
@@ -56,3 +56,11 @@ def random_uniform_instance(n: int, seed: int, name: str | None = None) -> TSPIn
         raise ValueError("n must be at least 1")
     coords = np.random.default_rng(seed).random((n, 2))
     return TSPInstance(name or f"uniform{n}_seed{seed}", euclidean_matrix(coords), coords)
+
+
+def array_digest(array: np.ndarray) -> str:
+    """sha256 of an array's values as little-endian float64 (to check that a generator still
+    reproduces the instance a stored reference value was computed for)."""
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(array, dtype="<f8").tobytes()).hexdigest()

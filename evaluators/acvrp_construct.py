@@ -1,0 +1,150 @@
+"""Step-by-step asymmetric CVRP construction with an EoH/LLM4AD-style ``select_next_node`` slot.
+
+The algorithm is the CVRP constructive loop of :func:`problems.routing.construct_routes`:
+a vehicle leaves the depot (node 0) and the heuristic picks each next customer among those
+not yet served whose demand fits the remaining capacity, or sends the vehicle back to the
+depot; when nothing fits, the vehicle returns and a new one starts. Instances follow RADAR's
+ACVRP (tmat costs over depot + customers, demands in 1..9, capacity 30 for n <= 50 and 50
+for n = 100). The metric is the mean gap (%) of the total directed cost to PyVRP's
+hybrid genetic search run with a stated time limit (5 s for n <= 50, 10 s for n = 100, one
+run, seed 0, on this project's 2-core machine), stored in ``data/routing/refs.json`` by
+``python -m benchmarks.routing --make-refs``. The reference is not an optimum: a
+heuristic could in principle reach a (slightly) negative gap.
+
+* ``train`` — 8 instances with n = 50 customers;
+* ``test`` — 16 x n = 20, 16 x n = 50, 8 x n = 100.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
+from problems.routing import (
+    CVRPInstance,
+    InvalidRoutes,
+    array_digest,
+    construct_routes,
+    gap_percent,
+    random_acvrp_instance,
+    routes_cost,
+    validate_routes,
+)
+
+DATA_DIR = Path(__file__).parent / "data" / "routing"
+REFS_PATH = DATA_DIR / "refs.json"
+# (n customers, count, first seed): instance k of a group uses seed first_seed + k.
+RANDOM_SETS: dict[str, tuple[tuple[int, int, int], ...]] = {
+    "train": ((50, 8, 7000),),
+    "test": ((20, 16, 7100), (50, 16, 7200), (100, 8, 7300)),
+}
+
+_DOCSTRING = """Chooses where the vehicle goes next while routes are built step by step.
+
+Args:
+    current_node: Node the vehicle is at (int; 0 is the depot).
+    depot: Index of the depot (int, always 0).
+    unvisited_nodes: Customers not yet served whose demand fits rest_capacity (np.ndarray
+        of int, never empty), ordered by increasing cost of going from current_node to them.
+    rest_capacity: Capacity left in the vehicle (int).
+    demands: Demand of every node (np.ndarray of int; demands[0] = 0 for the depot).
+    distance_matrix: Costs between all pairs of nodes (np.ndarray, (n+1) x (n+1), float,
+        NOT symmetric): distance_matrix[i, j] is the cost of going from i to j.
+
+Return:
+    One of unvisited_nodes, or depot to end the current route now and start a new vehicle
+    (not allowed while the vehicle is at the depot) (int).
+"""
+
+_TEMPLATE = FunctionTemplate(
+    name="select_next_node",
+    signature=("def select_next_node(current_node: int, depot: int, unvisited_nodes: np.ndarray, "
+               "rest_capacity: int, demands: np.ndarray, distance_matrix: np.ndarray) -> int:"),
+    docstring=_DOCSTRING,
+    baseline_body=("    costs = distance_matrix[current_node, unvisited_nodes]\n"
+                   "    return int(unvisited_nodes[np.argmin(costs)])\n"),
+)
+
+
+def random_set_specs(instance_set: str) -> list[tuple[str, int, int]]:
+    """``(name, n, seed)`` of every instance of a set, in order."""
+    return [(f"acvrp{n}_seed{first + k}", n, first + k)
+            for n, count, first in RANDOM_SETS[instance_set] for k in range(count)]
+
+
+@lru_cache(maxsize=1)
+def _refs() -> dict[str, Any]:
+    try:
+        return json.loads(REFS_PATH.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{REFS_PATH} is missing; run `python -m benchmarks.routing --make-refs`") from None
+
+
+@lru_cache(maxsize=None)
+def _load(instance_set: str) -> tuple[CVRPInstance, ...]:
+    if instance_set not in RANDOM_SETS:
+        raise KeyError(f"unknown instance set {instance_set!r} for acvrp_construct; "
+                       f"known: {', '.join(ACVRPConstruct.instance_sets)}")
+    refs = _refs()["acvrp"]
+    out = []
+    for name, n, seed in random_set_specs(instance_set):
+        inst = random_acvrp_instance(n, seed, name=name)
+        ref = refs.get(name)
+        if ref is None or ref["n"] != n or ref["seed"] != seed or ref["capacity"] != inst.capacity:
+            raise RuntimeError(f"no stored reference for {name}; rerun benchmarks.routing --make-refs")
+        if ref["sha256"] != array_digest(inst.distance_matrix):
+            raise RuntimeError(f"{name}: the generator no longer reproduces the reference instance")
+        out.append(CVRPInstance(name, inst.distance_matrix, inst.demands, inst.capacity,
+                                float(ref["cost"]), f"pyvrp {ref['seconds']}s"))
+    return tuple(out)
+
+
+class ACVRPConstruct(Evaluator):
+    """Constructive ACVRP (module docstring). Per instance: ``cost``, ``vehicles`` and
+    ``gap_percent`` (to PyVRP); aggregated: their means."""
+
+    name = "acvrp_construct"
+    description = (
+        "Asymmetric capacitated vehicle routing: vehicles of equal capacity start and end at a "
+        "depot and together must serve every customer's demand exactly once; the cost of going "
+        "from i to j differs from the cost of going from j to i. Routes are built step by step: "
+        "a function chooses the next customer for the current vehicle among the unserved ones "
+        "that still fit in it, or sends the vehicle back to the depot; when no customer fits, "
+        "the vehicle returns and a new one starts. Design that function so the total cost of "
+        "all routes is as small as possible. Training instances: 50 customers, demands 1 to 9, "
+        "capacity 30, random 'tmat' costs in [0, 1) that obey the triangle inequality."
+    )
+    direction = "minimize"
+    primary_metric = "gap_percent"
+    template = _TEMPLATE
+    instance_sets = ("train", "test")
+    default_train_set = "train"
+    default_test_set = "test"
+    baselines = {"nearest_neighbour": _TEMPLATE.baseline_source()}
+    # Measured with the baseline (tests/evaluators re-measure them); mean gap in %.
+    reference_figures = {
+        "nearest_neighbour": {"train": {"gap_percent": 36.84}, "test": {"gap_percent": 37.28}},
+    }
+    tags = ("routing", "cvrp", "asymmetric", "constructive", "eoh")
+
+    def load_instances(self, instance_set: str) -> list[CVRPInstance]:
+        return list(_load(instance_set))
+
+    @staticmethod
+    def solve(heuristic: Callable[..., Any], instance: CVRPInstance) -> list[list[int]]:
+        """The routes built with ``heuristic`` as ``select_next_node``."""
+        return construct_routes(heuristic, instance)
+
+    def score(self, instance: CVRPInstance, solution: Any) -> dict[str, float]:
+        try:
+            routes = validate_routes(solution, instance)
+            cost = routes_cost(solution, instance)
+        except InvalidRoutes as exc:
+            raise InfeasibleSolution(f"{instance.name}: {exc}") from None
+        if instance.best_known is None:
+            raise ValueError(f"{instance.name} has no reference cost")
+        return {"cost": cost, "vehicles": float(len(routes)),
+                "gap_percent": gap_percent(cost, instance.best_known)}

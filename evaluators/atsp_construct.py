@@ -1,0 +1,151 @@
+"""Step-by-step asymmetric TSP construction with EoH's ``select_next_node`` slot.
+
+The algorithm is EoH's constructive loop (:func:`problems.routing.construct_tour`) run on
+asymmetric cost matrices: from node 0, the heuristic picks each next node; the row
+``distance_matrix[current, :]`` holds the costs of leaving the current node, the column
+``distance_matrix[:, j]`` the costs of arriving at ``j``. The metric is the mean gap (%)
+of the closed tour to a reference length:
+
+* ``train`` — 8 tmat instances (MatNet's generator), n = 50;
+* ``test`` — tmat, 16 x n = 20, 16 x n = 50, 8 x n = 100;
+* ``tsplib`` — the 15 TSPLIB ATSP instances with n <= 171 (br17 ... ftv170), proven optima.
+
+tmat references are LKH-3 tour lengths on the exact integer matrices (elkai), stored in
+``data/routing/refs.json`` by ``python -m benchmarks.routing --make-refs``; LKH-3 reaches
+the proven optimum on 14 of these 15 TSPLIB instances (p43: 5621 vs 5620).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
+from problems.routing import (
+    InvalidTour,
+    TSPInstance,
+    array_digest,
+    construct_tour,
+    gap_percent,
+    random_tmat_instance,
+    read_tsplib_atsp,
+    tour_length,
+)
+
+DATA_DIR = Path(__file__).parent / "data" / "routing"
+REFS_PATH = DATA_DIR / "refs.json"
+# (n, count, first seed): instance k of a group uses seed first_seed + k.
+RANDOM_SETS: dict[str, tuple[tuple[int, int, int], ...]] = {
+    "train": ((50, 8, 6000),),
+    "test": ((20, 16, 6100), (50, 16, 6200), (100, 8, 6300)),
+}
+TSPLIB_NAMES = ("br17", "ftv33", "ftv35", "ftv38", "p43", "ftv44", "ftv47", "ry48p", "ft53", "ftv55",
+                "ftv64", "ft70", "ftv70", "kro124p", "ftv170")
+
+_DOCSTRING = """Chooses the next node to visit while building an asymmetric TSP tour step by step.
+
+Args:
+    current_node: Index of the node the partial tour ends at (int).
+    destination_node: Index of the node the tour must return to at the end: the start (int).
+    unvisited_nodes: Indices of the nodes not yet visited (np.ndarray of int), ordered by
+        increasing cost of going from current_node to them.
+    distance_matrix: Costs between all pairs of nodes (np.ndarray, n x n, float, NOT
+        symmetric): distance_matrix[i, j] is the cost of going from i to j.
+
+Return:
+    The index of the next node: one of unvisited_nodes (int).
+"""
+
+_TEMPLATE = FunctionTemplate(
+    name="select_next_node",
+    signature=("def select_next_node(current_node: int, destination_node: int, "
+               "unvisited_nodes: np.ndarray, distance_matrix: np.ndarray) -> int:"),
+    docstring=_DOCSTRING,
+    baseline_body=("    costs = distance_matrix[current_node, unvisited_nodes]\n"
+                   "    return int(unvisited_nodes[np.argmin(costs)])\n"),
+)
+
+
+def random_set_specs(instance_set: str) -> list[tuple[str, int, int]]:
+    """``(name, n, seed)`` of every instance of a random set, in order."""
+    return [(f"tmat{n}_seed{first + k}", n, first + k)
+            for n, count, first in RANDOM_SETS[instance_set] for k in range(count)]
+
+
+@lru_cache(maxsize=1)
+def _refs() -> dict[str, Any]:
+    try:
+        return json.loads(REFS_PATH.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{REFS_PATH} is missing; run `python -m benchmarks.routing --make-refs`") from None
+
+
+@lru_cache(maxsize=None)
+def _load(instance_set: str) -> tuple[TSPInstance, ...]:
+    if instance_set == "tsplib":
+        refs = _refs()["tsplib_atsp"]
+        return tuple(read_tsplib_atsp(DATA_DIR / f"{name}.atsp", refs[name]["optimum"])
+                     for name in TSPLIB_NAMES)
+    if instance_set not in RANDOM_SETS:
+        raise KeyError(f"unknown instance set {instance_set!r} for atsp_construct; "
+                       f"known: {', '.join(ATSPConstruct.instance_sets)}")
+    refs = _refs()["tmat"]
+    out = []
+    for name, n, seed in random_set_specs(instance_set):
+        inst = random_tmat_instance(n, seed, name)
+        ref = refs.get(name)
+        if ref is None or ref["n"] != n or ref["seed"] != seed:
+            raise RuntimeError(f"no stored reference for {name}; rerun benchmarks.routing --make-refs")
+        if ref["sha256"] != array_digest(inst.distance_matrix):
+            raise RuntimeError(f"{name}: the generator no longer reproduces the reference instance")
+        out.append(TSPInstance(name, inst.distance_matrix, None, float(ref["length"]), "lkh3"))
+    return tuple(out)
+
+
+class ATSPConstruct(Evaluator):
+    """EoH's construction task on asymmetric TSP instances (module docstring). Per
+    instance: ``length`` and ``gap_percent``; aggregated: their means."""
+
+    name = "atsp_construct"
+    description = (
+        "Asymmetric travelling salesman problem: find the cheapest closed route that visits "
+        "every node once and returns to the start, where the cost of going from i to j differs "
+        "from the cost of going from j to i (one-way streets, uphill and downhill). The route "
+        "is built step by step: starting from node 0, a function chooses which unvisited node "
+        "to visit next from the current node, until all nodes are visited; the route then "
+        "returns to the start. Design that function so the finished routes are as cheap as "
+        "possible. The training instances are random 'tmat' cost matrices that obey the "
+        "triangle inequality, with costs in [0, 1)."
+    )
+    direction = "minimize"
+    primary_metric = "gap_percent"
+    template = _TEMPLATE
+    instance_sets = ("train", "test", "tsplib")
+    default_train_set = "train"
+    default_test_set = "test"
+    baselines = {"nearest_neighbour": _TEMPLATE.baseline_source()}
+    # Measured with the baseline (tests/evaluators re-measure them); mean gap in %.
+    reference_figures = {
+        "nearest_neighbour": {"train": {"gap_percent": 38.06}, "test": {"gap_percent": 33.78},
+                              "tsplib": {"gap_percent": 33.69}},
+    }
+    tags = ("routing", "atsp", "asymmetric", "constructive", "eoh")
+
+    def load_instances(self, instance_set: str) -> list[TSPInstance]:
+        return list(_load(instance_set))
+
+    @staticmethod
+    def solve(heuristic: Callable[..., Any], instance: TSPInstance) -> list[int]:
+        """The tour built from node 0 with ``heuristic`` as ``select_next_node``."""
+        return construct_tour(heuristic, instance.distance_matrix, start=0).tolist()
+
+    def score(self, instance: TSPInstance, solution: Any) -> dict[str, float]:
+        try:
+            length = tour_length(solution, instance.distance_matrix)
+        except InvalidTour as exc:
+            raise InfeasibleSolution(f"{instance.name}: {exc}") from None
+        if instance.best_known is None:
+            raise ValueError(f"{instance.name} has no reference length")
+        return {"length": length, "gap_percent": gap_percent(length, instance.best_known)}

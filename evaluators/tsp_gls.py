@@ -1,0 +1,196 @@
+"""Guided local search for the TSP with EoH's ``update_edge_distance`` heuristic slot.
+
+The algorithm is EoH's TSP-GLS (see :func:`problems.routing.guided_local_search`):
+nearest-neighbour start, 2-opt + relocate descent, then a fixed number of GLS iterations in
+which the heuristic turns the true distances, the current local optimum and the penalty
+counts into a guided distance matrix; the five edges it lengthens most are penalised and
+perturbed, and the search descends again. The metric is the gap (%) of the best tour to a
+reference length after that fixed iteration budget (no wall clock, so scores are
+reproducible):
+
+* ``train`` — 4 uniform random instances, n = 100, 50 iterations each;
+* ``test`` — uniform random, 8 x n = 50, 8 x n = 100, 4 x n = 200, 200 iterations;
+* ``tsplib`` — the 19 TSPLIB ``EUC_2D`` instances with 51 <= n <= 200, 200 iterations.
+
+References: LKH-3 tour lengths (elkai, distances x 1e6 rounded, stored in
+``data/routing/refs.json`` by ``python -m benchmarks.routing --make-refs``) for the random
+sets; the proven optima for TSPLIB (files read from ``data/tsp/``, shipped with
+``tsp_construct``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from problems.routing import (
+    InvalidTour,
+    TSPInstance,
+    array_digest,
+    gap_percent,
+    guided_local_search,
+    random_uniform_instance,
+    read_tsplib,
+    tour_length,
+)
+
+DATA_DIR = Path(__file__).parent / "data"
+REFS_PATH = DATA_DIR / "routing" / "refs.json"
+TSPLIB_DIR = DATA_DIR / "tsp"
+# (n, count, first seed, GLS iterations): instance k of a group uses seed first_seed + k.
+RANDOM_SETS: dict[str, tuple[tuple[int, int, int, int], ...]] = {
+    "train": ((100, 4, 5000, 50),),
+    "test": ((50, 8, 5100, 200), (100, 8, 5200, 200), (200, 4, 5300, 200)),
+}
+TSPLIB_NAMES = ("eil51", "berlin52", "st70", "eil76", "pr76", "kroA100", "kroB100", "rd100",
+                "eil101", "lin105", "pr124", "bier127", "ch130", "pr136", "kroA150", "ch150",
+                "u159", "kroA200", "kroB200")
+TSPLIB_ITERATIONS = 200
+
+_DOCSTRING = """Builds the guided distance matrix that steers guided local search away from
+the current local optimum.
+
+Args:
+    edge_distance: True distances between all pairs of nodes (np.ndarray, n x n, float,
+        symmetric).
+    local_opt_tour: The current local-optimal tour (np.ndarray of n node indices; the edge
+        from the last node back to the first is part of the tour).
+    edge_n_used: How many times each edge has been penalised so far (np.ndarray, n x n,
+        symmetric counts).
+
+Return:
+    The guided distance matrix (np.ndarray, n x n, finite; it is symmetrised). The five
+    edges whose guided distance exceeds the true distance the most are penalised: their
+    count in edge_n_used grows by one and the tour is perturbed around their end nodes with
+    2-opt and relocate moves under the guided distances, before local search under the true
+    distances resumes.
+"""
+
+_TEMPLATE = FunctionTemplate(
+    name="update_edge_distance",
+    signature=("def update_edge_distance(edge_distance: np.ndarray, local_opt_tour: np.ndarray, "
+               "edge_n_used: np.ndarray) -> np.ndarray:"),
+    docstring=_DOCSTRING,
+    baseline_body=("    # Voudouris & Tsang's utility: lengthen every tour edge by d / (1 + penalties)\n"
+                   "    guided = edge_distance.copy()\n"
+                   "    u = np.asarray(local_opt_tour)\n"
+                   "    v = np.roll(u, -1)\n"
+                   "    bump = edge_distance[u, v] / (1.0 + edge_n_used[u, v])\n"
+                   "    guided[u, v] += bump\n"
+                   "    guided[v, u] += bump\n"
+                   "    return guided\n"),
+)
+
+_NO_GUIDANCE_BODY = ("    # No guidance: nothing is penalised, so GLS reduces to one local-search descent.\n"
+                     "    return edge_distance.copy()\n")
+
+
+@dataclass(frozen=True, eq=False)
+class GLSTask:
+    """One GLS run: the instance and its iteration budget (travels to the sandbox)."""
+
+    instance: TSPInstance
+    iterations: int
+    perturbation_moves: int = 1
+
+    @property
+    def name(self) -> str:
+        return self.instance.name
+
+
+def random_set_specs(instance_set: str) -> list[tuple[str, int, int, int]]:
+    """``(name, n, seed, iterations)`` of every instance of a random set, in order."""
+    return [(f"uniform{n}_seed{first + k}", n, first + k, its)
+            for n, count, first, its in RANDOM_SETS[instance_set] for k in range(count)]
+
+
+@lru_cache(maxsize=1)
+def _refs() -> dict[str, Any]:
+    try:
+        return json.loads(REFS_PATH.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{REFS_PATH} is missing; run `python -m benchmarks.routing --make-refs`") from None
+
+
+@lru_cache(maxsize=None)
+def _load(instance_set: str) -> tuple[GLSTask, ...]:
+    if instance_set == "tsplib":
+        optima = _refs()["tsplib_tsp"]
+        return tuple(GLSTask(read_tsplib(TSPLIB_DIR / f"{name}.tsp", optima[name]), TSPLIB_ITERATIONS)
+                     for name in TSPLIB_NAMES)
+    if instance_set not in RANDOM_SETS:
+        raise KeyError(f"unknown instance set {instance_set!r} for tsp_gls; "
+                       f"known: {', '.join(TSPGLS.instance_sets)}")
+    refs = _refs()["tsp_uniform"]
+    out = []
+    for name, n, seed, its in random_set_specs(instance_set):
+        inst = random_uniform_instance(n, seed, name)
+        ref = refs.get(name)
+        if ref is None or ref["n"] != n or ref["seed"] != seed:
+            raise RuntimeError(f"no stored reference for {name}; rerun benchmarks.routing --make-refs")
+        if ref["sha256"] != array_digest(inst.coords):
+            raise RuntimeError(f"{name}: the generator no longer reproduces the reference instance")
+        out.append(GLSTask(TSPInstance(name, inst.distance_matrix, inst.coords, float(ref["length"]),
+                                       "lkh3"), its))
+    return tuple(out)
+
+
+class TSPGLS(Evaluator):
+    """EoH's TSP guided-local-search task (module docstring). Per instance: ``length``,
+    ``gap_percent``; aggregated: their means."""
+
+    name = "tsp_gls"
+    description = (
+        "Travelling salesman problem solved by guided local search (GLS). Local search (2-opt "
+        "and relocate moves) gets stuck in local optima; GLS escapes them by asking a function "
+        "for a guided distance matrix built from the true distances, the current local-optimal "
+        "tour and how often each edge was penalised. The edges the function makes longest are "
+        "penalised and the tour is perturbed around them under the guided distances; local "
+        "search then resumes under the true distances. After a fixed number of iterations the "
+        "best tour found counts. Design the function that updates the edge distances so the "
+        "final tours are as short as possible."
+    )
+    direction = "minimize"
+    primary_metric = "gap_percent"
+    template = _TEMPLATE
+    instance_sets = ("train", "test", "tsplib")
+    default_train_set = "train"
+    default_test_set = "test"
+    limits = Limits(timeout_s=60.0, cpu_s=120, memory_mb=2048)
+    baselines = {
+        "eoh_utility": _TEMPLATE.baseline_source(),
+        "no_guidance": f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(_NO_GUIDANCE_BODY)}",
+    }
+    # Measured with these baselines (tests/evaluators re-measure the train figures); gap in %.
+    reference_figures = {
+        "eoh_utility": {"train": {"gap_percent": 1.28}, "test": {"gap_percent": 0.96},
+                        "tsplib": {"gap_percent": 0.81}},
+        "no_guidance": {"train": {"gap_percent": 3.37}, "test": {"gap_percent": 3.27},
+                        "tsplib": {"gap_percent": 3.96}},
+    }
+    tags = ("routing", "tsp", "local search", "guided local search", "eoh")
+
+    def load_instances(self, instance_set: str) -> list[GLSTask]:
+        return list(_load(instance_set))
+
+    @staticmethod
+    def solve(heuristic: Callable[..., Any], instance: GLSTask) -> list[int]:
+        """The best tour GLS finds with ``heuristic`` as ``update_edge_distance``."""
+        result = guided_local_search(instance.instance.distance_matrix, heuristic,
+                                     iterations=instance.iterations,
+                                     perturbation_moves=instance.perturbation_moves)
+        return result.tour.tolist()
+
+    def score(self, instance: GLSTask, solution: Any) -> dict[str, float]:
+        inst = instance.instance
+        try:
+            length = tour_length(solution, inst.distance_matrix)
+        except InvalidTour as exc:
+            raise InfeasibleSolution(f"{inst.name}: {exc}") from None
+        if inst.best_known is None:
+            raise ValueError(f"{inst.name} has no reference length")
+        return {"length": length, "gap_percent": gap_percent(length, inst.best_known)}

@@ -1,0 +1,94 @@
+"""evaluators.acvrp_construct: reference data, measured baseline figures, trusted checks."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import pickle
+
+import pytest
+
+from evaluators.acvrp_construct import REFS_PATH, ACVRPConstruct, random_set_specs
+from evaluators.base import InfeasibleSolution
+from problems.routing import InvalidChoice, routes_cost
+
+
+@pytest.fixture(scope="module")
+def ev():
+    return ACVRPConstruct()
+
+
+def compiled(source: str, entry: str = "select_next_node"):
+    namespace: dict = {}
+    exec(source, namespace)
+    return namespace[entry]
+
+
+def evaluate(ev, heuristic, instance_set):
+    instances = ev.load_instances(instance_set)
+    per = [ev.score(inst, json.loads(json.dumps(ev.solve(heuristic, inst)))) for inst in instances]
+    return per, ev.aggregate(per)
+
+
+def test_declaration(ev):
+    assert ev.name == "acvrp_construct" and ev.direction == "minimize" and ev.primary_metric == "gap_percent"
+    assert isinstance(inspect.getattr_static(ACVRPConstruct, "solve"), staticmethod)
+    params = list(inspect.signature(compiled(ev.baseline_source())).parameters)
+    assert params == ["current_node", "depot", "unvisited_nodes", "rest_capacity", "demands", "distance_matrix"]
+
+
+def test_instance_sets(ev):
+    train, test = ev.load_instances("train"), ev.load_instances("test")
+    assert [i.n for i in train] == [50] * 8 and {i.capacity for i in train} == {30}
+    assert [i.n for i in test] == [20] * 16 + [50] * 16 + [100] * 8
+    assert {i.capacity for i in test if i.n == 100} == {50}
+    assert not {i.name for i in train} & {i.name for i in test}
+    assert {i.best_known_source for i in train} == {"pyvrp 5.0s"}
+    with pytest.raises(KeyError, match="known"):
+        ev.load_instances("tsplib")
+    assert pickle.loads(pickle.dumps(train[0])).capacity == 30
+    assert random_set_specs("test")[-1] == ("acvrp100_seed7307", 100, 7307)
+
+
+def test_stored_pyvrp_routes_are_feasible_and_score_zero(ev):
+    refs = json.loads(REFS_PATH.read_text())["acvrp"]
+    for inst in ev.load_instances("train") + ev.load_instances("test"):
+        m = ev.score(inst, refs[inst.name]["routes"])
+        assert m["gap_percent"] == pytest.approx(0.0, abs=1e-9)
+        assert m["vehicles"] >= sum(inst.demands) / inst.capacity
+
+
+def test_nearest_neighbour_figures_are_measured(ev):
+    heuristic = compiled(ev.baselines["nearest_neighbour"])
+    for instance_set, figures in ev.reference_figures["nearest_neighbour"].items():
+        per, agg = evaluate(ev, heuristic, instance_set)
+        assert round(agg["gap_percent"], 2) == figures["gap_percent"], instance_set
+        assert all(m["gap_percent"] > 0 for m in per)
+
+
+def test_forged_and_infeasible_solutions_are_rejected(ev):
+    inst = ev.load_instances("train")[0]
+    n = inst.n
+    with pytest.raises(InfeasibleSolution, match="capacity"):
+        ev.score(inst, [list(range(1, n + 1))])  # one vehicle for everything
+    good = ev.solve(compiled(ev.baselines["nearest_neighbour"]), inst)
+    with pytest.raises(InfeasibleSolution, match="not served"):
+        ev.score(inst, good[:-1])
+    with pytest.raises(InfeasibleSolution, match="served 2 times"):
+        ev.score(inst, good + [good[0][:1]])
+    with pytest.raises(InfeasibleSolution, match="outside"):
+        ev.score(inst, [[0] + good[0]] + good[1:])
+    # the cost is recomputed from the routes: a claimed cost cannot be smuggled in
+    assert ev.score(inst, good)["cost"] == routes_cost(good, inst)
+
+
+def test_solve_checks_every_choice(ev):
+    inst = ev.load_instances("train")[0]
+    with pytest.raises(InvalidChoice, match="already at the depot"):
+        ev.solve(compiled("def select_next_node(c, dep, u, r, q, d):\n    return dep\n"), inst)
+    with pytest.raises(InvalidChoice, match="not one of unvisited_nodes"):
+        ev.solve(compiled("def select_next_node(c, dep, u, r, q, d):\n    return len(q)\n"), inst)
+    # one customer per vehicle: feasible, many vehicles, much worse than nearest neighbour
+    single = compiled("def select_next_node(c, dep, u, r, q, d):\n    return int(u[0]) if c == dep else dep\n")
+    m = ev.score(inst, ev.solve(single, inst))
+    assert m["vehicles"] == inst.n - 1 and m["gap_percent"] > 100

@@ -1,0 +1,105 @@
+"""evaluators.tsp_gls: reference data, measured baseline figures, trusted checks."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+from evaluators.base import InfeasibleSolution
+from evaluators.tsp_gls import TSPLIB_NAMES, TSPGLS, random_set_specs
+from problems.routing import InvalidGuide, nearest_neighbour_tour, tour_length
+
+
+@pytest.fixture(scope="module")
+def ev():
+    return TSPGLS()
+
+
+def compiled(source: str, entry: str = "update_edge_distance"):
+    namespace: dict = {}
+    exec(source, namespace)
+    return namespace[entry]
+
+
+def evaluate(ev, heuristic, instance_set):
+    tasks = ev.load_instances(instance_set)
+    per = [ev.score(t, json.loads(json.dumps(ev.solve(heuristic, t)))) for t in tasks]
+    return per, ev.aggregate(per)
+
+
+def test_declaration(ev):
+    assert ev.name == "tsp_gls" and ev.direction == "minimize" and ev.primary_metric == "gap_percent"
+    assert isinstance(inspect.getattr_static(TSPGLS, "solve"), staticmethod)
+    params = list(inspect.signature(compiled(ev.baseline_source())).parameters)
+    assert params == ["edge_distance", "local_opt_tour", "edge_n_used"]
+
+
+def test_instance_sets(ev):
+    train, test, tsplib = (ev.load_instances(s) for s in ("train", "test", "tsplib"))
+    assert [t.instance.n for t in train] == [100] * 4 and {t.iterations for t in train} == {50}
+    assert [t.instance.n for t in test] == [50] * 8 + [100] * 8 + [200] * 4
+    assert [t.name for t in tsplib] == list(TSPLIB_NAMES) and {t.iterations for t in tsplib} == {200}
+    assert {t.instance.best_known_source for t in train + test} == {"lkh3"}
+    assert tsplib[0].instance.best_known == 426 and tsplib[-1].instance.best_known == 29437
+    assert pickle.loads(pickle.dumps(train[0])).iterations == 50
+    assert random_set_specs("train")[0] == ("uniform100_seed5000", 100, 5000, 50)
+    with pytest.raises(KeyError, match="known"):
+        ev.load_instances("nope")
+    for t in train + test:  # LKH-3 is much better than nearest neighbour
+        d = t.instance.distance_matrix
+        assert t.instance.best_known < 0.9 * tour_length(nearest_neighbour_tour(d), d)
+
+
+def test_baseline_train_figures_are_measured(ev):
+    for name in ("eoh_utility", "no_guidance"):
+        per, agg = evaluate(ev, compiled(ev.baselines[name]), "train")
+        assert round(agg["gap_percent"], 2) == ev.reference_figures[name]["train"]["gap_percent"], name
+        assert all(m["gap_percent"] > -1e-9 for m in per)
+    # guidance is what makes GLS worth running
+    assert ev.reference_figures["eoh_utility"]["train"]["gap_percent"] < \
+        ev.reference_figures["no_guidance"]["train"]["gap_percent"]
+
+
+@pytest.mark.slow
+def test_baseline_test_and_tsplib_figures_are_measured(ev):
+    heuristic = compiled(ev.baselines["eoh_utility"])
+    for instance_set in ("test", "tsplib"):
+        _, agg = evaluate(ev, heuristic, instance_set)
+        assert round(agg["gap_percent"], 2) == ev.reference_figures["eoh_utility"][instance_set]["gap_percent"]
+
+
+def test_optimal_tour_scores_zero(ev):
+    pytest.importorskip("elkai")
+    from problems.routing import lkh_tour
+
+    task = ev.load_instances("tsplib")[0]
+    tour = lkh_tour(task.instance.distance_matrix, runs=3, scale=1).tolist()
+    assert ev.score(task, tour) == {"length": 426.0, "gap_percent": 0.0}
+
+
+@pytest.mark.parametrize("solution, reason", [
+    (list(range(99)), "all 100 nodes"),
+    ([0] * 100, "appears 100 times"),
+    (list(range(1, 101)), "outside"),
+    ([float(i) for i in range(100)], "integers"),
+    (None, "sequence"),
+])
+def test_infeasible_tours_are_rejected(ev, solution, reason):
+    with pytest.raises(InfeasibleSolution, match=reason):
+        ev.score(ev.load_instances("train")[0], solution)
+
+
+def test_solve_rejects_malformed_guides(ev):
+    task = ev.load_instances("train")[0]
+    with pytest.raises(InvalidGuide, match="shape"):
+        ev.solve(compiled("def update_edge_distance(e, t, u):\n    return e[0]\n"), task)
+    with pytest.raises(ZeroDivisionError):
+        ev.solve(compiled("def update_edge_distance(e, t, u):\n    return 1 / 0\n"), task)
+    tour = ev.solve(compiled("import numpy as np\ndef update_edge_distance(e, t, u):\n"
+                             "    return e + np.random.default_rng(0).random(e.shape)\n"), task)
+    assert sorted(tour) == list(range(100)) and all(type(v) is int for v in tour)
+    assert np.isfinite(ev.score(task, tour)["gap_percent"])
