@@ -100,8 +100,19 @@ def absorb(conn: sqlite3.Connection, pid: str, tags: list[str], prov: Provenance
     return True
 
 
-def new_id(conn: sqlite3.Connection) -> str:
-    while True:
+def new_id(conn: sqlite3.Connection, text: str = "", problem: str | None = None) -> str:
+    """A content-derived id: the same statement gets the same id in two fresh stores, so recall's
+    tie-break by id (e.g. principles credited together share ``last_used_at``) orders them the same
+    way in a recorded run and in its replay. A collision (different text, same digest) or an
+    occupied id falls back to salted digests."""
+    import hashlib
+
+    for salt in range(1000):
+        digest = hashlib.sha256(f"{problem or ''}\x00{text}\x00{salt}".encode()).hexdigest()
+        pid = "p" + digest[:10]
+        if conn.execute("SELECT 1 FROM principles WHERE id = ?", (pid,)).fetchone() is None:
+            return pid
+    while True:  # unreachable in practice
         pid = "p" + secrets.token_hex(5)
         if conn.execute("SELECT 1 FROM principles WHERE id = ?", (pid,)).fetchone() is None:
             return pid
@@ -182,7 +193,7 @@ def add_principle(
     if duplicate is not None:
         absorb(conn, duplicate, tags, prov, now)
         return duplicate, False
-    pid = new_id(conn)
+    pid = new_id(conn, text, problem)
     insert(conn, Principle(
         id=pid, text=text, tags=tags, problem=problem, source=source, provenance=[prov],
         created_at=now, updated_at=now,
