@@ -17,12 +17,12 @@ the proven optimum on 14 of these 15 TSPLIB instances (p43: 5621 vs 5620).
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
 from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
+from evaluators._data import load_refs
 from problems.routing import (
     InvalidTour,
     TSPInstance,
@@ -76,10 +76,7 @@ def random_set_specs(instance_set: str) -> list[tuple[str, int, int]]:
 
 @lru_cache(maxsize=1)
 def _refs() -> dict[str, Any]:
-    try:
-        return json.loads(REFS_PATH.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{REFS_PATH} is missing; run `python -m benchmarks.routing --make-refs`") from None
+    return load_refs(REFS_PATH, "python -m benchmarks.routing --make-refs")
 
 
 @lru_cache(maxsize=None)

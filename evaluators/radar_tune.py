@@ -21,7 +21,6 @@ Sampling is seeded per instance, so a candidate's score is reproducible.
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from evaluators._data import load_refs
 from problems.routing import (
     InvalidTour,
     TSPInstance,
@@ -168,10 +168,7 @@ def random_set_specs(instance_set: str) -> list[tuple[str, int, int, str]]:
 
 @lru_cache(maxsize=1)
 def _refs() -> dict[str, Any]:
-    try:
-        return json.loads(REFS_PATH.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{REFS_PATH} is missing; run `python -m benchmarks.routing --make-refs`") from None
+    return load_refs(REFS_PATH, "python -m benchmarks.routing --make-refs")
 
 
 @lru_cache(maxsize=None)

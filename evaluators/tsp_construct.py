@@ -15,7 +15,6 @@ is the mean gap, in percent, of the tour length to a reference length:
 from __future__ import annotations
 
 import hashlib
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
@@ -23,6 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
+from evaluators._data import load_refs
 from problems.routing import (
     InvalidTour,
     TSPInstance,
@@ -83,10 +83,7 @@ def random_set_specs(instance_set: str) -> list[tuple[str, int, int]]:
 
 @lru_cache(maxsize=1)
 def _refs() -> dict[str, Any]:
-    try:
-        return json.loads(REFS_PATH.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{REFS_PATH} is missing; run `python -m benchmarks.make_tsp_refs`") from None
+    return load_refs(REFS_PATH, "python -m benchmarks.make_tsp_refs")
 
 
 @lru_cache(maxsize=None)

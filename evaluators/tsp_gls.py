@@ -20,13 +20,13 @@ sets; the proven optima for TSPLIB (files read from ``data/tsp/``, shipped with
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
 from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from evaluators._data import load_refs
 from problems.routing import (
     InvalidTour,
     TSPInstance,
@@ -110,10 +110,7 @@ def random_set_specs(instance_set: str) -> list[tuple[str, int, int, int]]:
 
 @lru_cache(maxsize=1)
 def _refs() -> dict[str, Any]:
-    try:
-        return json.loads(REFS_PATH.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{REFS_PATH} is missing; run `python -m benchmarks.routing --make-refs`") from None
+    return load_refs(REFS_PATH, "python -m benchmarks.routing --make-refs")
 
 
 @lru_cache(maxsize=None)
