@@ -19,19 +19,16 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
+from evaluators.base import FunctionTemplate
 from evaluators._data import load_refs
+from evaluators.tsp_construct import TSPConstruct
 from problems.routing import (
-    InvalidTour,
     TSPInstance,
     array_digest,
-    construct_tour,
-    gap_percent,
     random_tmat_instance,
     read_tsplib_atsp,
-    tour_length,
 )
 
 DATA_DIR = Path(__file__).parent / "data" / "routing"
@@ -101,7 +98,7 @@ def _load(instance_set: str) -> tuple[TSPInstance, ...]:
     return tuple(out)
 
 
-class ATSPConstruct(Evaluator):
+class ATSPConstruct(TSPConstruct):
     """EoH's construction task on asymmetric TSP instances (module docstring). Per
     instance: ``length`` and ``gap_percent``; aggregated: their means."""
 
@@ -133,16 +130,6 @@ class ATSPConstruct(Evaluator):
     def load_instances(self, instance_set: str) -> list[TSPInstance]:
         return list(_load(instance_set))
 
-    @staticmethod
-    def solve(heuristic: Callable[..., Any], instance: TSPInstance) -> list[int]:
-        """The tour built from node 0 with ``heuristic`` as ``select_next_node``."""
-        return construct_tour(heuristic, instance.distance_matrix, start=0).tolist()
+    # solve (EoH's constructive loop from node 0) and score (tour check, length, gap) are
+    # TSPConstruct's: nothing in them assumes a symmetric matrix.
 
-    def score(self, instance: TSPInstance, solution: Any) -> dict[str, float]:
-        try:
-            length = tour_length(solution, instance.distance_matrix)
-        except InvalidTour as exc:
-            raise InfeasibleSolution(f"{instance.name}: {exc}") from None
-        if instance.best_known is None:
-            raise ValueError(f"{instance.name} has no reference length")
-        return {"length": length, "gap_percent": gap_percent(length, instance.best_known)}
