@@ -18,7 +18,7 @@ err = Console(stderr=True, soft_wrap=True)
 
 
 def _principles_app() -> typer.Typer:
-    from knowledge_base.cli import principles_app
+    from hifo.knowledge_base.cli import principles_app
 
     return principles_app
 
@@ -83,7 +83,7 @@ def run(
     """Launch a heuristic search."""
     from pydantic import ValidationError
 
-    from agents.config import load_config
+    from hifo.agents.config import load_config
 
     overrides = dict(problem=problem, model=model, generations=generations, population=population,
                      offspring=offspring, max_evaluations=max_evaluations, max_cost=max_cost, max_calls=max_calls,
@@ -95,8 +95,8 @@ def run(
         cfg = load_config(config, overrides)
     except (ValidationError, FileNotFoundError) as exc:
         _fail(str(exc), 2)
-    from agents.graph import RunError, start_run
-    from evaluators.registry import get_evaluator
+    from hifo.agents.graph import RunError, start_run
+    from hifo.evaluators.registry import get_evaluator
 
     try:
         get_evaluator(cfg.problem)
@@ -104,7 +104,7 @@ def run(
         _fail(str(exc.args[0]) if exc.args else str(exc), 2)
     console.print(f"[bold]hifo run[/] problem={cfg.problem} model={cfg.model} generations={cfg.generations} "
                   f"population={cfg.population}")
-    from sandbox import IsolationUnavailable
+    from hifo.sandbox import IsolationUnavailable
 
     try:
         path, summary = start_run(cfg, on_event=_progress_printer())
@@ -129,8 +129,8 @@ def _print_summary(path: Path, summary: dict) -> None:
 @app.command()
 def resume(run: Path = typer.Argument(..., help="run directory")) -> None:
     """Continue a killed or interrupted run from its last checkpoint."""
-    from agents.graph import RunError, resume_run
-    from sandbox import IsolationUnavailable
+    from hifo.agents.graph import RunError, resume_run
+    from hifo.sandbox import IsolationUnavailable
 
     try:
         path, summary = resume_run(run, on_event=_progress_printer())
@@ -143,7 +143,7 @@ def resume(run: Path = typer.Argument(..., help="run directory")) -> None:
 def runs(root: Optional[Path] = typer.Option(None, "--root", help="runs directory (default $HIFO_RUNS or ./runs)"),
          as_json: bool = typer.Option(False, "--json")) -> None:
     """List runs."""
-    from agents.report import list_runs
+    from hifo.agents.report import list_runs
 
     rows = list_runs(root)
     if as_json:
@@ -163,7 +163,7 @@ def show(run: Path = typer.Argument(...), top: int = typer.Option(5, "--top"),
          prompts: bool = typer.Option(False, "--prompts", help="also print the prompts sent to the model"),
          as_json: bool = typer.Option(False, "--json")) -> None:
     """Print a run's best candidates and its foresight timeline."""
-    from agents.report import show_run
+    from hifo.agents.report import show_run
 
     try:
         show_run(run, top=top, prompts=prompts, as_json=as_json, console=console)
@@ -174,7 +174,7 @@ def show(run: Path = typer.Argument(...), top: int = typer.Option(5, "--top"),
 @app.command()
 def problems(as_json: bool = typer.Option(False, "--json")) -> None:
     """List the registered evaluators (entry point group ``hifo.evaluators``)."""
-    from evaluators.registry import get_evaluator, list_evaluators
+    from hifo.evaluators.registry import get_evaluator, list_evaluators
 
     rows = []
     for name, target in sorted(list_evaluators().items()):
@@ -206,11 +206,11 @@ def evaluate(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Score one heuristic file through the sandbox."""
-    from agents.code import CodeError, check_source
-    from agents.evaluation import CandidateEvaluator
-    from evaluators.base import Score
-    from evaluators.registry import get_evaluator
-    from sandbox import IsolationUnavailable, LocalExecutor
+    from hifo.agents.code import CodeError, check_source
+    from hifo.agents.evaluation import CandidateEvaluator
+    from hifo.evaluators.base import Score
+    from hifo.evaluators.registry import get_evaluator
+    from hifo.sandbox import IsolationUnavailable, LocalExecutor
 
     try:
         ev = get_evaluator(problem)
@@ -249,7 +249,7 @@ def evaluate(
 @app.command()
 def doctor(as_json: bool = typer.Option(False, "--json")) -> None:
     """Which model backends, isolation layers and optional packages this machine has."""
-    from agents.report import doctor_report
+    from hifo.agents.report import doctor_report
 
     rep = doctor_report()
     if as_json:

@@ -9,8 +9,8 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
-from evaluators.base import Evaluator, InfeasibleSolution, Score
-from sandbox.job import Job, JobLimits, SandboxResult
+from hifo.evaluators.base import Evaluator, InfeasibleSolution, Score
+from hifo.sandbox.job import Job, JobLimits, SandboxResult
 
 
 def make_job(evaluator: Evaluator, code: str, instances: list[Any], job_id: str = "") -> Job:

@@ -26,7 +26,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
-from agents.code import code_distance
+from hifo.agents.code import code_distance
 
 OPERATORS = ("e1", "e2", "m1", "m2", "m3", "hyper")
 

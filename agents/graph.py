@@ -18,9 +18,9 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from agents.config import RunConfig, default_runs_dir
-from agents.rundb import RunStore
-from agents.search import RunState, Runtime, SearchNodes
+from hifo.agents.config import RunConfig, default_runs_dir
+from hifo.agents.rundb import RunStore
+from hifo.agents.search import RunState, Runtime, SearchNodes
 
 
 class RunError(RuntimeError):
@@ -51,7 +51,7 @@ def _report_node(nodes: SearchNodes) -> Callable[[RunState], RunState]:
                                "objective": best.objective, "metrics": best.metrics}
             test_set = rt.config.test_set or rt.evaluator.default_test_set
             if test_set and test_set != rt.scorer.instance_set and not store.marker("tested"):
-                from agents.evaluation import CandidateEvaluator
+                from hifo.agents.evaluation import CandidateEvaluator
 
                 tester = CandidateEvaluator(rt.evaluator, test_set, rt.scorer.executor)
                 s = tester.evaluate(best.code)
@@ -97,19 +97,19 @@ def build_graph(nodes: SearchNodes):
 
 def _open_runtime(run_dir: Path, cfg: RunConfig, client: Any | None, executor: Any | None,
                   on_event: Callable[[str, dict], None] | None) -> tuple[Runtime, Any]:
-    from agents.evaluation import CandidateEvaluator
-    from evaluators.registry import get_evaluator
-    from knowledge_base import KnowledgeBase, default_kb_path
+    from hifo.agents.evaluation import CandidateEvaluator
+    from hifo.evaluators.registry import get_evaluator
+    from hifo.knowledge_base import KnowledgeBase, default_kb_path
 
     evaluator = get_evaluator(cfg.problem)
     train = cfg.train_set or evaluator.default_train_set
     owned = executor is None
     if executor is None:
-        from sandbox import make_executor
+        from hifo.sandbox import make_executor
 
         executor = make_executor(cfg.executor, cfg.isolation, cfg.workers, cfg.address)
     if client is None:
-        from agents.llm.factory import make_client
+        from hifo.agents.llm.factory import make_client
 
         client = make_client(cfg.model, cache_path=run_dir.parent / "llm_cache.sqlite" if cfg.llm_cache else None,
                              record_path=cfg.record, max_calls=cfg.max_calls, max_cost_usd=cfg.max_cost,
@@ -169,7 +169,7 @@ def start_run(cfg: RunConfig, *, client: Any | None = None, executor: Any | None
     run_dir = new_run_dir(cfg)
     (run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
     rt, executor = _open_runtime(run_dir, cfg, client, executor, on_event)
-    from sandbox import isolation_report
+    from hifo.sandbox import isolation_report
 
     rt.store.set_meta("config", json.loads(cfg.model_dump_json()))
     rt.store.set_meta("isolation", isolation_report(cfg.isolation))

@@ -1,7 +1,7 @@
 """The hyperparameter operator: tunes the numeric constants of an elite without the model.
 
 It is a (1+lambda) evolution strategy over the constants found in the elite's AST
-(:func:`agents.code.find_constants`), spread across generations so every variant goes
+(:func:`hifo.agents.code.find_constants`), spread across generations so every variant goes
 through the same sandbox and run store as any other candidate (and survives a resume):
 
 * ask: each variant multiplies every constant ``c`` by ``exp(sigma * z)``, ``z ~ N(0, 1)``
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents.code import find_constants, substitute_constants
+from hifo.agents.code import find_constants, substitute_constants
 
 SIGMA0 = 0.3
 SIGMA_MIN, SIGMA_MAX = 0.01, 2.0

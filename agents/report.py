@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from agents.config import default_runs_dir
+from hifo.agents.config import default_runs_dir
 
 
 def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
@@ -18,7 +18,7 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
     rows = []
     if not root.exists():
         return rows
-    from agents.rundb import RunStore
+    from hifo.agents.rundb import RunStore
 
     for d in sorted(p for p in root.iterdir() if (p / "run.sqlite").exists()):
         store = RunStore(d / "run.sqlite")
@@ -35,7 +35,7 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
 
 
 def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = False, console: Any = None) -> None:
-    from agents.rundb import RunStore
+    from hifo.agents.rundb import RunStore
 
     run = Path(run)
     if not (run / "run.sqlite").exists():
@@ -99,7 +99,7 @@ def doctor_report() -> dict[str, dict[str, Any]]:
         "HIFO_MODEL": os.environ.get("HIFO_MODEL", "(unset: local)"),
     }
     try:
-        from sandbox import isolation_report
+        from hifo.sandbox import isolation_report
 
         iso = isolation_report()
     except Exception as exc:  # doctor must report, not crash
@@ -107,7 +107,7 @@ def doctor_report() -> dict[str, dict[str, Any]]:
     optional = {name: has(mod) for name, mod in [("torch", "torch"), ("highspy", "highspy"), ("ribs", "ribs"),
                                                   ("ray", "ray"), ("elkai", "elkai")]}
     tools = {t: shutil.which(t) or "not found" for t in ("bwrap", "setpriv", "unshare")}
-    from knowledge_base import default_kb_path
+    from hifo.knowledge_base import default_kb_path
 
     return {"model backends": backends, "sandbox isolation": iso, "optional packages": optional,
             "system tools": tools, "paths": {"knowledge base": str(default_kb_path()),

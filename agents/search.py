@@ -19,17 +19,17 @@ from typing import Any, Callable, TypedDict
 
 import numpy as np
 
-from agents import hyper
-from agents.code import CodeError, check_source, extract_code, find_constants, normalized_hash
-from agents.config import RunConfig
-from agents.evaluation import CandidateEvaluator
-from agents.foresight import decide
-from agents.llm.base import BudgetExceeded, LLMError
-from agents.prompting import (LLM_OPERATORS, N_PARENTS, ParentView, link_versions, parse_principles, render_distill,
+from hifo.agents import hyper
+from hifo.agents.code import CodeError, check_source, extract_code, find_constants, normalized_hash
+from hifo.agents.config import RunConfig
+from hifo.agents.evaluation import CandidateEvaluator
+from hifo.agents.foresight import decide
+from hifo.agents.llm.base import BudgetExceeded, LLMError
+from hifo.agents.prompting import (LLM_OPERATORS, N_PARENTS, ParentView, link_versions, parse_principles, render_distill,
                               render_operator)
-from agents.rundb import CandidateRow, RunStore
-from evaluators.base import Evaluator
-from knowledge_base import KnowledgeBase, contrast_principles, gain_scale, offspring_gain
+from hifo.agents.rundb import CandidateRow, RunStore
+from hifo.evaluators.base import Evaluator
+from hifo.knowledge_base import KnowledgeBase, contrast_principles, gain_scale, offspring_gain
 
 
 class RunState(TypedDict, total=False):

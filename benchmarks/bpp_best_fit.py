@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluators.bpp_online import BinPackingOnline
+from hifo.evaluators.bpp_online import BinPackingOnline
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bpp_best_fit.json"
 

@@ -3,7 +3,7 @@
     python -m benchmarks.make_tsp_refs [--runs 10] [--optima ../shared/data/optima.csv]
 
 For every random instance of the evaluator's ``train`` and ``test`` sets (seeds fixed in
-``evaluators.tsp_construct.RANDOM_SETS``) it runs LKH-3 on the Euclidean distances scaled by
+``hifo.evaluators.tsp_construct.RANDOM_SETS``) it runs LKH-3 on the Euclidean distances scaled by
 1e6 and rounded to integers (elkai mis-handles float weights), and stores the length of that
 tour under the true float distances. For the TSPLIB instances it copies the proven optimum
 from the shared ``optima.csv`` and records the gap LKH-3 reaches on the integer TSPLIB
@@ -19,7 +19,7 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-from evaluators.tsp_construct import (
+from hifo.evaluators.tsp_construct import (
     DATA_DIR,
     RANDOM_SETS,
     REFS_PATH,
@@ -27,7 +27,7 @@ from evaluators.tsp_construct import (
     coords_digest,
     random_set_specs,
 )
-from problems.routing import (
+from hifo.problems.routing import (
     gap_percent,
     lkh_tour,
     nearest_neighbour_tour,

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluators.milp_primal import MILPPrimal, best_known, run_primal_heuristic
-from problems.milp import FAMILIES, check_solution, collection, primal_gap, primal_integral, solve_highs
+from hifo.evaluators.milp_primal import MILPPrimal, best_known, run_primal_heuristic
+from hifo.problems.milp import FAMILIES, check_solution, collection, primal_gap, primal_integral, solve_highs
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -55,7 +55,7 @@ def main(argv=None) -> dict:
     if not args.no_fmip:
         import torch
 
-        from problems.milp import fmip
+        from hifo.problems.milp import fmip
         torch.set_num_threads(1)
         net = fmip.load_model()
         methods.insert(1, "highs+fmip")

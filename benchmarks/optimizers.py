@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from problems.optimizers import (
+from hifo.problems.optimizers import (
     COSMOS,
     Muon,
     ZOConfig,

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from problems.optwvp import (
+from hifo.problems.optwvp import (
     construct_route,
     density_scorer,
     generate_instance,
@@ -55,7 +55,7 @@ def run_comparison(count: int, milp_limit: float, ils_stale: int) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    from problems.optwvp._learned import load_policy
+    from hifo.problems.optwvp._learned import load_policy
 
     model = load_policy()
     rows = {}
@@ -102,8 +102,8 @@ def train(steps: int, seconds: float | None, seed: int) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    from problems.optwvp._learned import WEIGHTS_PATH, save_policy
-    from problems.optwvp._train import train_policy
+    from hifo.problems.optwvp._learned import WEIGHTS_PATH, save_policy
+    from hifo.problems.optwvp._train import train_policy
 
     model, hist = train_policy(sizes=SIZES, steps=steps, time_limit=seconds, seed=seed)
     meta = {"steps": len(hist), "sizes": list(SIZES), "seed": seed,
@@ -117,7 +117,7 @@ def train(steps: int, seconds: float | None, seed: int) -> dict:
 
 
 def make_refs(milp_limit: float, ils_runs: int) -> None:
-    from evaluators.optwvp_route import REFS_PATH, instance_specs
+    from hifo.evaluators.optwvp_route import REFS_PATH, instance_specs
 
     out = {"about": {
         "best": "MILP optimum (HiGHS, proved within 1e-6 relative gap) where proved; otherwise "
@@ -126,7 +126,7 @@ def make_refs(milp_limit: float, ils_runs: int) -> None:
                           "route, with their stage-2 LP optimum",
         "made_by": f"python -m benchmarks.optwvp --make-refs --milp-limit {milp_limit:g} "
                    f"--ils-runs {ils_runs}"}, "instances": {}}
-    from problems.optwvp import optimal_service_lp
+    from hifo.problems.optwvp import optimal_service_lp
 
     for set_name, specs in instance_specs().items():
         for name, n, seed in specs:

@@ -17,7 +17,7 @@ reference experiments configure it: ``GridArchive``/``CVTArchive`` (brute-force 
 ``Scheduler(add_mode="batch")``; for DMS a ``DiscountModelManager`` over ``ribs.discount_models.MLP``
 (torch, 1 thread) whose emitters restart from the result archive.
 
-Also, ours only: the small image-measure domain :class:`problems.qd.TrianglesDigits` (10 triangles,
+Also, ours only: the small image-measure domain :class:`hifo.problems.qd.TrianglesDigits` (10 triangles,
 the 64 pixels are the measures, 1,000 digit images as CVT centroids; TA (MNIST) settings: 5
 emitters x 36, sigma0 0.1, alpha 0.001, restarts every 50 iterations) for ``--image-iterations``.
 
@@ -44,7 +44,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from problems.qd import LinearProjection, QDSearch, TrianglesDigits, nearest_centroid, paper_config  # noqa: E402
+from hifo.problems.qd import LinearProjection, QDSearch, TrianglesDigits, nearest_centroid, paper_config  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ALGOS = ("cma_mae", "dms")

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluators import acvrp_construct, atsp_construct, radar_tune, tsp_gls
-from problems.routing import (
+from hifo.evaluators import acvrp_construct, atsp_construct, radar_tune, tsp_gls
+from hifo.problems.routing import (
     TMAT_SCALE,
     array_digest,
     construct_routes,
@@ -149,7 +149,7 @@ def bench_tsp(table: list, quick: bool) -> None:
 
 
 def bench_atsp(table: list, quick: bool) -> None:
-    from problems.routing import RadarSettings, load_radar, radar_solve
+    from hifo.problems.routing import RadarSettings, load_radar, radar_solve
 
     ev = radar_tune.RadarTune()
     sets = {"tmat20": [t.instance for t in ev.load_instances("test") if t.instance.n == 20],

@@ -56,7 +56,7 @@ def solve(priority: Callable[[float, Any], Any], instance: dict[str, Any]) -> in
 
 
 def _job(kind: str):
-    from sandbox import Job, JobLimits
+    from hifo.sandbox import Job, JobLimits
 
     instance = {"item": 0.3, "bins": [1.0, 0.5, 0.7, 0.35], "kind": kind}
     return Job(code=HEURISTICS[kind], entry="priority", solver="benchmarks.sandbox_overhead:solve",
@@ -82,7 +82,7 @@ def _checked(result: Any) -> Any:
 
 
 def per_candidate(kinds: list[str], runs: dict[str, int], isolation: str) -> dict[str, Any]:
-    from sandbox import InProcessExecutor, WarmPool, run_job
+    from hifo.sandbox import InProcessExecutor, WarmPool, run_job
 
     inprocess = InProcessExecutor()
     rows = {}
@@ -117,7 +117,7 @@ def _throughput(make: Callable[[], Any], jobs: int, kind: str = "numpy") -> floa
 
 
 def throughput(jobs: int, fresh_jobs: int, isolation: str, ray: bool) -> dict[str, Any]:
-    from sandbox import LocalExecutor, WarmPool
+    from hifo.sandbox import LocalExecutor, WarmPool
 
     rows: dict[str, Any] = {}
     for workers in (1, 2):
@@ -133,7 +133,7 @@ def throughput(jobs: int, fresh_jobs: int, isolation: str, ray: bool) -> dict[st
         except ImportError:
             rows["ray_2_cpus"] = "skipped: ray is not installed (pip install 'hifo[ray]')"
         else:
-            from sandbox import RayExecutor
+            from hifo.sandbox import RayExecutor
 
             rows["ray_2_cpus"] = _throughput(lambda: RayExecutor(max_workers=2, isolation=isolation), jobs)
     return rows
@@ -145,7 +145,7 @@ def measure(quick: bool, isolation: str, ray: bool) -> dict[str, Any]:
     import subprocess
     import sys
 
-    from sandbox import isolation_report
+    from hifo.sandbox import isolation_report
 
     runs = ({"inprocess": 50, "warm": 15, "fresh": 3, "fresh_torch": 2} if quick
             else {"inprocess": 400, "warm": 60, "fresh": 15, "fresh_torch": 5})

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from problems.milp import COLLECTIONS, FAMILIES, SIZES, generate, solve_highs, solve_lp
-from problems.milp import fmip
+from hifo.problems.milp import COLLECTIONS, FAMILIES, SIZES, generate, solve_highs, solve_lp
+from hifo.problems.milp import fmip
 
 OUT = Path(__file__).parent / "results" / "milp_train_fmip.json"
 

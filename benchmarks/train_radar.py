@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from problems.routing import lkh_tour, random_tmat_instance
-from problems.routing._radar import RadarConfig
-from problems.routing._radar_pomo import WEIGHTS_DIR, greedy_pomo, save_radar, train_radar
+from hifo.problems.routing import lkh_tour, random_tmat_instance
+from hifo.problems.routing._radar import RadarConfig
+from hifo.problems.routing._radar_pomo import WEIGHTS_DIR, greedy_pomo, save_radar, train_radar
 
 RESULTS = Path(__file__).resolve().parent / "results"
 VARIANTS = {

@@ -1,6 +1,6 @@
 """Step-by-step asymmetric CVRP construction with an EoH/LLM4AD-style ``select_next_node`` slot.
 
-The algorithm is the CVRP constructive loop of :func:`problems.routing.construct_routes`:
+The algorithm is the CVRP constructive loop of :func:`hifo.problems.routing.construct_routes`:
 a vehicle leaves the depot (node 0) and the heuristic picks each next customer among those
 not yet served whose demand fits the remaining capacity, or sends the vehicle back to the
 depot; when nothing fits, the vehicle returns and a new one starts. Instances follow RADAR's
@@ -21,9 +21,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
-from evaluators._data import load_refs
-from problems.routing import (
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
+from hifo.evaluators._data import load_refs
+from hifo.problems.routing import (
     CVRPInstance,
     InvalidRoutes,
     array_digest,

@@ -1,6 +1,6 @@
 """Step-by-step asymmetric TSP construction with EoH's ``select_next_node`` slot.
 
-The algorithm is EoH's constructive loop (:func:`problems.routing.construct_tour`) run on
+The algorithm is EoH's constructive loop (:func:`hifo.problems.routing.construct_tour`) run on
 asymmetric cost matrices: from node 0, the heuristic picks each next node; the row
 ``distance_matrix[current, :]`` holds the costs of leaving the current node, the column
 ``distance_matrix[:, j]`` the costs of arriving at ``j``. The metric is the mean gap (%)
@@ -21,10 +21,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from evaluators.base import FunctionTemplate
-from evaluators._data import load_refs
-from evaluators.tsp_construct import TSPConstruct
-from problems.routing import (
+from hifo.evaluators.base import FunctionTemplate
+from hifo.evaluators._data import load_refs
+from hifo.evaluators.tsp_construct import TSPConstruct
+from hifo.problems.routing import (
     TSPInstance,
     array_digest,
     random_tmat_instance,

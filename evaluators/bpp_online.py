@@ -1,6 +1,6 @@
 """Online 1-D bin packing with FunSearch's ``priority(item, bins)`` heuristic slot.
 
-The algorithm is FunSearch's online loop (see :mod:`problems.binpacking`): every item goes to
+The algorithm is FunSearch's online loop (see :mod:`hifo.problems.binpacking`): every item goes to
 the feasible bin the heuristic scores highest. The metric is the one FunSearch reports:
 how far the mean number of bins lies above the mean L1 lower bound, in percent.
 """
@@ -11,8 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
-from problems.binpacking import (
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
+from hifo.problems.binpacking import (
     BinPackingInstance,
     InvalidPacking,
     excess_percent,

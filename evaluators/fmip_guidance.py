@@ -1,6 +1,6 @@
 """FMIP guidance slot: evolve the guidance weights and their schedule, with the trained model fixed.
 
-The algorithm is FMIP's guided sampler (:mod:`problems.milp.fmip`, weights
+The algorithm is FMIP's guided sampler (:mod:`hifo.problems.milp.fmip`, weights
 ``problems/milp/weights/fmip.pt`` trained by ``python -m benchmarks.train_fmip``): at every flow
 step the candidate's ``guidance(t, step, n_steps)`` returns the weights of the objective and of
 the constraint violation in the energy that re-weights the integer candidates, the softmax
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 
-from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
-from problems.milp import InfeasiblePoint, MILPInstance, check_solution, collection, primal_gap
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.problems.milp import InfeasiblePoint, MILPInstance, check_solution, collection, primal_gap
 
 DATA = Path(__file__).parent / "data" / "milp" / "best_known.json"
 TIME_LIMIT = {"train": 0.4, "test": 2.0}
@@ -127,7 +127,7 @@ class FMIPGuidance(Evaluator):
     def solve(heuristic: Callable[..., Any], instance: dict) -> dict[str, Any]:
         import torch  # imported in the child only: the parent never needs torch
 
-        from problems.milp import fmip
+        from hifo.problems.milp import fmip
 
         torch.set_num_threads(1)
         net = _model()
@@ -157,6 +157,6 @@ class FMIPGuidance(Evaluator):
 
 @lru_cache(maxsize=1)
 def _model():
-    from problems.milp import fmip
+    from hifo.problems.milp import fmip
 
     return fmip.load_model()

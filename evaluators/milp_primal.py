@@ -15,7 +15,7 @@ itself and recomputes the objective from it):
 
 * ``primal_gap`` (primary): Berthold's primal gap of the verified objective against a stored
   best-known objective (``evaluators/data/milp/best_known.json``, HiGHS with a long time limit;
-  regenerate with ``python -m evaluators.milp_primal``); a better-than-known solution counts 0.
+  regenerate with ``python -m hifo.evaluators.milp_primal``); a better-than-known solution counts 0.
 * ``primal_integral``: the primal integral over the time limit of the improving-solution
   trajectory. Its times are measured in the child, so this metric is informative, not
   tamper-proof; its objectives must be non-increasing and end at the verified objective.
@@ -34,8 +34,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
-from problems.milp import (InfeasiblePoint, MILPInstance, check_solution, collection,
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.problems.milp import (InfeasiblePoint, MILPInstance, check_solution, collection,
                            dive_and_solve, primal_gap, primal_integral, solve_highs, solve_lp)
 
 DATA = Path(__file__).parent / "data" / "milp" / "best_known.json"
@@ -106,7 +106,7 @@ def _load(instance_set: str) -> tuple[dict, ...]:
         ref = refs[inst.name]
         if ref["fingerprint"] != fingerprint(inst):
             raise RuntimeError(f"{inst.name}: generator output differs from the stored reference; "
-                               "rerun `python -m evaluators.milp_primal`")
+                               "rerun `python -m hifo.evaluators.milp_primal`")
         out.append({"milp": inst, "time_limit": TIME_LIMIT[instance_set],
                     "best_known": float(ref["objective"])})
     return tuple(out)

@@ -1,7 +1,7 @@
 """Evolving Muon's orthogonalisation: the Newton–Schulz polynomial coefficients and step count.
 
 The candidate ``ns_schedule(m, n)`` returns, for an ``m x n`` matrix (``m <= n``), the list of
-odd-polynomial coefficient tuples applied one per step (:func:`problems.optimizers.newton_schulz`,
+odd-polynomial coefficient tuples applied one per step (:func:`hifo.problems.optimizers.newton_schulz`,
 where the iteration and its error theory are described). Per instance the parent measures, with
 its own code, from the returned schedules alone:
 
@@ -18,7 +18,7 @@ its own code, from the returned schedules alone:
 * ``objective = ortho_error + 0.01 * matmuls + val_loss`` (minimised).
 
 A schedule that makes the singular values blow up (error not finite or above 10) is infeasible.
-The residual trust gap is the one described in :mod:`evaluators.optimizer_update`: a candidate
+The residual trust gap is the one described in :mod:`hifo.evaluators.optimizer_update`: a candidate
 that tampers with the trusted training loop in the sandbox could train with another
 orthogonaliser than the schedule it returns; its parameters are still judged on held-out data.
 """
@@ -33,8 +33,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
-from problems.optimizers import (
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.problems.optimizers import (
     RuleOptimizer,
     TrainingRun,
     build_model,

@@ -1,8 +1,8 @@
 """Evolving the update rule of a matrix optimizer (Muon and AdamW as seeds).
 
-The algorithm is a fixed-budget training run (:class:`problems.optimizers.TrainingRun`): a small
+The algorithm is a fixed-budget training run (:class:`hifo.problems.optimizers.TrainingRun`): a small
 network is trained for a fixed number of minibatch steps; every hidden weight matrix is updated
-by the candidate ``update`` function (:class:`problems.optimizers.RuleOptimizer`), the other
+by the candidate ``update`` function (:class:`hifo.problems.optimizers.RuleOptimizer`), the other
 parameters by a fixed AdamW. The metric is the validation loss after the budget, averaged over
 tasks and seeds.
 
@@ -24,8 +24,8 @@ from typing import Any, Callable
 
 import torch
 
-from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
-from problems.optimizers import RuleOptimizer, TrainingRun, held_out_metrics, split_params
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.problems.optimizers import RuleOptimizer, TrainingRun, held_out_metrics, split_params
 
 # (task, seed, steps, batch size, wall-clock budget in seconds) per instance set.
 RUNS: dict[str, tuple[tuple[str, int, int, int, float], ...]] = {

@@ -1,12 +1,12 @@
 """OPTWVP route construction (DeCoST stage 1) with an insertion-scoring heuristic slot.
 
-The algorithm is the greedy insertion constructor of :func:`problems.optwvp.construct_route`:
+The algorithm is the greedy insertion constructor of :func:`hifo.problems.optwvp.construct_route`:
 starting from the empty route, it lists every feasible (customer, position) insertion, asks
 the heuristic for one score per candidate, inserts the best, and repeats; the answer is the
 best intermediate route once stage 2 has given it optimal service times. The sandboxed child
 returns only the route. The trusted parent checks it (distinct customers, every service
 starting inside its window with zero service, back by the horizon), runs stage 2 itself (the
-STO procedure, proved optimal — see :mod:`problems.optwvp._stage2`) and reports the profit
+STO procedure, proved optimal — see :mod:`hifo.problems.optwvp._stage2`) and reports the profit
 gap, in percent, to the best known profit.
 
 Best-known profits are stored data (``data/optwvp/refs.json``, written by
@@ -22,8 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
-from problems.optwvp import InfeasibleRoute, OPTWVPInstance, check_route, construct_route, \
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.problems.optwvp import InfeasibleRoute, OPTWVPInstance, check_route, construct_route, \
     generate_instance, route_profit
 
 DATA_DIR = Path(__file__).parent / "data" / "optwvp"

@@ -2,7 +2,7 @@
 
 For a fixed route, the candidate rule returns one service duration per customer. The trusted
 parent rebuilds the earliest schedule from those durations, checks every window, width and the
-horizon itself (:func:`problems.optwvp.check_schedule`) and computes the profit; the metric is
+horizon itself (:func:`hifo.problems.optwvp.check_schedule`) and computes the profit; the metric is
 the gap, in percent, to the LP optimum of the same route (HiGHS; equal to the paper's STO
 procedure, which sorts customers by profit rate and serves each as long as the later windows
 allow — the optimal rule the agent can rediscover).
@@ -22,8 +22,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
-from problems.optwvp import InfeasibleRoute, OPTWVPInstance, check_route, check_schedule, \
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.problems.optwvp import InfeasibleRoute, OPTWVPInstance, check_route, check_schedule, \
     generate_instance
 
 DATA_DIR = Path(__file__).parent / "data" / "optwvp"

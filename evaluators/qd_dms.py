@@ -10,7 +10,7 @@ measures (scaled to ``[-1, 1]``) and the fraction of the budget spent, it return
 
 A candidate can therefore change the update rule, anneal ``alpha`` over the run (a training
 schedule), or rank differently; its constants are the hyperparameters. Everything else is the
-paper's DMS (see :mod:`problems.qd`): CMA-ES emitters with ``mu`` selection and periodic
+paper's DMS (see :mod:`hifo.problems.qd`): CMA-ES emitters with ``mu`` selection and periodic
 restarts, an MLP discount model trained for at most 5 epochs with early stopping, empty-cell
 points held at ``threshold_min = 0``.
 
@@ -35,8 +35,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
-from problems.qd import (CVTArchive, DiscountModelConfig, LinearProjection, QDConfig, QDSearch, cvt_centroids,
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.problems.qd import (CVTArchive, DiscountModelConfig, LinearProjection, QDConfig, QDSearch, cvt_centroids,
                         single_thread_blas)
 
 

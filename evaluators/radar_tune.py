@@ -1,6 +1,6 @@
 """RADAR inference tuning: evolve the decoding settings of a trained, fixed RADAR model.
 
-The algorithm is RADAR (ICLR 2026; :mod:`problems.routing._radar`) on the asymmetric TSP:
+The algorithm is RADAR (ICLR 2026; :mod:`hifo.problems.routing._radar`) on the asymmetric TSP:
 SVD node embeddings, Sinkhorn mixed-score attention, POMO decoding. The weights are fixed
 (trained by ``python -m benchmarks.train_radar``, stored in ``problems/routing/weights/``);
 the heuristic chooses, per instance, the inference-time settings and decoding rule: Sinkhorn
@@ -30,9 +30,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
-from evaluators._data import load_refs
-from problems.routing import (
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.evaluators._data import load_refs
+from hifo.problems.routing import (
     InvalidTour,
     TSPInstance,
     array_digest,
@@ -118,7 +118,7 @@ class RadarTask:
 
 def parse_settings(value: Any, n: int) -> dict[str, Any]:
     """Check a heuristic's settings (types, ranges, budget); return keyword arguments for
-    :class:`problems.routing.RadarSettings`. Raises :class:`InvalidSettings`."""
+    :class:`hifo.problems.routing.RadarSettings`. Raises :class:`InvalidSettings`."""
     if not isinstance(value, dict):
         raise InvalidSettings(f"radar_settings must return a dict, got {type(value).__name__}")
     unknown = set(value) - set(_RANGES) - {"start_nodes", "augmentations", "sampling"}
@@ -197,7 +197,7 @@ def _load(instance_set: str) -> tuple[RadarTask, ...]:
 @lru_cache(maxsize=4)
 def _model(name: str):
     # imported here so the trusted parent never loads torch just to score tours
-    from problems.routing import load_radar
+    from hifo.problems.routing import load_radar
 
     return load_radar(name)
 
@@ -247,7 +247,7 @@ class RadarTune(Evaluator):
         """The best tour RADAR decodes with the settings ``heuristic`` chooses."""
         import torch
 
-        from problems.routing import RadarSettings, radar_solve
+        from hifo.problems.routing import RadarSettings, radar_solve
 
         torch.set_num_threads(1)
         d = instance.instance.distance_matrix

@@ -12,23 +12,23 @@ import importlib
 import warnings
 from importlib.metadata import entry_points
 
-from evaluators.base import Evaluator
+from hifo.evaluators.base import Evaluator
 
 GROUP = "hifo.evaluators"
 BUILTIN: dict[str, str] = {
-    "bpp_online": "evaluators.bpp_online:BinPackingOnline",
-    "tsp_construct": "evaluators.tsp_construct:TSPConstruct",
-    "optwvp_route": "evaluators.optwvp_route:OPTWVPRoute",
-    "optwvp_service": "evaluators.optwvp_service:OPTWVPService",
-    "optimizer_update": "evaluators.optimizer_update:OptimizerUpdate",
-    "newton_schulz": "evaluators.newton_schulz:NewtonSchulzSchedule",
-    "milp_primal": "evaluators.milp_primal:MILPPrimal",
-    "fmip_guidance": "evaluators.fmip_guidance:FMIPGuidance",
-    "tsp_gls": "evaluators.tsp_gls:TSPGLS",
-    "atsp_construct": "evaluators.atsp_construct:ATSPConstruct",
-    "acvrp_construct": "evaluators.acvrp_construct:ACVRPConstruct",
-    "radar_tune": "evaluators.radar_tune:RadarTune",
-    "qd_dms": "evaluators.qd_dms:QDDiscountModelSearch",
+    "bpp_online": "hifo.evaluators.bpp_online:BinPackingOnline",
+    "tsp_construct": "hifo.evaluators.tsp_construct:TSPConstruct",
+    "optwvp_route": "hifo.evaluators.optwvp_route:OPTWVPRoute",
+    "optwvp_service": "hifo.evaluators.optwvp_service:OPTWVPService",
+    "optimizer_update": "hifo.evaluators.optimizer_update:OptimizerUpdate",
+    "newton_schulz": "hifo.evaluators.newton_schulz:NewtonSchulzSchedule",
+    "milp_primal": "hifo.evaluators.milp_primal:MILPPrimal",
+    "fmip_guidance": "hifo.evaluators.fmip_guidance:FMIPGuidance",
+    "tsp_gls": "hifo.evaluators.tsp_gls:TSPGLS",
+    "atsp_construct": "hifo.evaluators.atsp_construct:ATSPConstruct",
+    "acvrp_construct": "hifo.evaluators.acvrp_construct:ACVRPConstruct",
+    "radar_tune": "hifo.evaluators.radar_tune:RadarTune",
+    "qd_dms": "hifo.evaluators.qd_dms:QDDiscountModelSearch",
 }
 
 

@@ -1,6 +1,6 @@
 """Step-by-step TSP construction with EoH's ``select_next_node`` heuristic slot.
 
-The algorithm is EoH's constructive loop (see :func:`problems.routing.construct_tour`): start
+The algorithm is EoH's constructive loop (see :func:`hifo.problems.routing.construct_tour`): start
 at node 0 and let the heuristic pick each next node until the tour is complete. The metric
 is the mean gap, in percent, of the tour length to a reference length:
 
@@ -21,9 +21,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
-from evaluators._data import load_refs
-from problems.routing import (
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
+from hifo.evaluators._data import load_refs
+from hifo.problems.routing import (
     InvalidTour,
     TSPInstance,
     construct_tour,

@@ -1,6 +1,6 @@
 """Guided local search for the TSP with EoH's ``update_edge_distance`` heuristic slot.
 
-The algorithm is EoH's TSP-GLS (see :func:`problems.routing.guided_local_search`):
+The algorithm is EoH's TSP-GLS (see :func:`hifo.problems.routing.guided_local_search`):
 nearest-neighbour start, 2-opt + relocate descent, then a fixed number of GLS iterations in
 which the heuristic turns the true distances, the current local optimum and the penalty
 counts into a guided distance matrix; the five edges it lengthens most are penalised and
@@ -25,9 +25,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
-from evaluators._data import load_refs
-from problems.routing import (
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.evaluators._data import load_refs
+from hifo.problems.routing import (
     InvalidTour,
     TSPInstance,
     array_digest,

@@ -4,18 +4,18 @@ One SQLite file holds every principle with its provenance and statistics.  The a
 places of each generation:
 
 * **recall** — ``kb.recall(problem, description, k)`` returns the principles most worth putting in the
-  prompt (quality, relevance, recency, same-problem bonus; see `knowledge_base.ranking`);
+  prompt (quality, relevance, recency, same-problem bonus; see `hifo.knowledge_base.ranking`);
 * **distill** — ``kb.add(text, tags, problem, source, provenance)`` stores what was learned (merging
   near-duplicates), and ``kb.credit(ids, gain, won)`` credits the principles that were in each
-  offspring's prompt with its gain over its parents (`offspring_gain`, see `knowledge_base.credit`).
+  offspring's prompt with its gain over its parents (`offspring_gain`, see `hifo.knowledge_base.credit`).
 
 `contrast_principles` states model-free hindsight from elites versus weak and failed candidates, so a
-small model's run still learns something.  ``hifo principles …`` (`knowledge_base.cli.principles_app`)
+small model's run still learns something.  ``hifo principles …`` (`hifo.knowledge_base.cli.principles_app`)
 lists, searches, exports, imports and prunes the store.
 
 Example::
 
-    from knowledge_base import KnowledgeBase, offspring_gain, gain_scale
+    from hifo.knowledge_base import KnowledgeBase, offspring_gain, gain_scale
 
     with KnowledgeBase() as kb:                          # $HIFO_KB or ~/.local/share/hifo/knowledge.sqlite
         p = kb.add("Prefer the bin that the item fills most tightly.", ["best-fit"], "bpp_online",

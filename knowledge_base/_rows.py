@@ -136,7 +136,7 @@ def set_status(conn: sqlite3.Connection, ids: list[str], status: str, now: float
 
 
 class Deduper:
-    """Finds the near-duplicate of a text among stored principles (`knowledge_base.similarity`),
+    """Finds the near-duplicate of a text among stored principles (`hifo.knowledge_base.similarity`),
     caching fingerprints by text."""
 
     def __init__(self, threshold: float) -> None:

@@ -133,7 +133,7 @@ class Principle:
     """A design principle: a sentence of advice plus everything needed to judge and trace it.
 
     ``utility`` is the exponential moving average of the normalised offspring gain credited to the
-    principle (see `knowledge_base.credit`), in [-1, 1]; ``uses`` counts offspring whose prompt carried
+    principle (see `hifo.knowledge_base.credit`), in [-1, 1]; ``uses`` counts offspring whose prompt carried
     it and ``wins`` those that beat their best parent.  ``support`` counts how many distinct statements
     (provenance records) were merged into it.  ``merged_into`` is set on a retired duplicate and names
     the principle that absorbed it.

@@ -4,8 +4,8 @@ Every public mutation runs in its own ``BEGIN IMMEDIATE`` transaction and is com
 returns (WAL, ``synchronous=FULL``), so a crash loses nothing that a call reported as done, and several
 processes may open the same file at once (writers queue on the busy timeout).  Principles are never
 deleted: duplicates are merged and harmful ones retired.  Ranking (`recall`) is described in
-`knowledge_base.ranking`, credit arithmetic in `knowledge_base.credit`, near-duplicate detection in
-`knowledge_base.similarity`.
+`hifo.knowledge_base.ranking`, credit arithmetic in `hifo.knowledge_base.credit`, near-duplicate detection in
+`hifo.knowledge_base.similarity`.
 """
 
 from __future__ import annotations
@@ -286,7 +286,7 @@ class KnowledgeBase:
     def recall_scored(
         self, problem: str | None, description: str = "", k: int = 5, cross_problem: bool = True
     ) -> list[tuple[float, Principle]]:
-        """`recall` with each principle's score (see `knowledge_base.ranking`)."""
+        """`recall` with each principle's score (see `hifo.knowledge_base.ranking`)."""
         if k < 0:
             raise ValueError("k must be >= 0")
         terms = search_terms(f"{problem or ''} {description}")
@@ -348,7 +348,7 @@ class KnowledgeBase:
     # ------------------------------------------------------------------ export / import
     def export_json(self, path: str | Path) -> int:
         """Write every principle (all statuses, with provenance) to ``path`` as JSON, atomically.
-        Returns how many were written.  The format is described in `knowledge_base._transfer`."""
+        Returns how many were written.  The format is described in `hifo.knowledge_base._transfer`."""
         with self._read() as conn:
             principles = _rows.load(conn, "ORDER BY created_at, id")
         _transfer.write_export(Path(path), principles, exported_at=self._clock())
@@ -357,7 +357,7 @@ class KnowledgeBase:
     def import_json(self, path: str | Path) -> dict[str, int]:
         """Merge a file written by `export_json` (or a plain list of texts) into this store, in one
         transaction; importing the same file twice changes nothing the second time.  Returns counts
-        ``{"inserted", "merged", "updated", "unchanged"}``; see `knowledge_base._transfer` for the rules."""
+        ``{"inserted", "merged", "updated", "unchanged"}``; see `hifo.knowledge_base._transfer` for the rules."""
         full, plain = _transfer.read_import(Path(path))
         with self._write() as conn:
             return _transfer.apply_import(conn, self._deduper, full, plain, now=self._clock())

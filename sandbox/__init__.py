@@ -27,7 +27,7 @@ isolation_report, IsolationPlan, IsolationUnavailable, resolve_isolation, LEVELS
     Which layers this machine can apply (``hifo doctor``), what a level ("strict",
     "standard", "minimal") resolves to, and the error ``strict`` raises when a layer is missing.
 
-Names are loaded lazily, so the sandbox child, which imports ``sandbox._child``, does not
+Names are loaded lazily, so the sandbox child, which imports ``hifo.sandbox._child``, does not
 pay for the parent-side machinery (subprocess, thread pools) on every spawn.
 """
 
@@ -37,32 +37,32 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sandbox._layers import LEVELS, IsolationPlan, IsolationUnavailable
-    from sandbox._layers import resolve as resolve_isolation
-    from sandbox._pool import WarmPool
-    from sandbox._ray import RayExecutor
-    from sandbox.doctor import isolation_report
-    from sandbox.executor import Executor, InProcessExecutor, LocalExecutor, make_executor
-    from sandbox.job import Job, JobLimits, SandboxResult, Status
-    from sandbox.runner import run_job
+    from ._layers import LEVELS, IsolationPlan, IsolationUnavailable
+    from ._layers import resolve as resolve_isolation
+    from ._pool import WarmPool
+    from ._ray import RayExecutor
+    from .doctor import isolation_report
+    from .executor import Executor, InProcessExecutor, LocalExecutor, make_executor
+    from .job import Job, JobLimits, SandboxResult, Status
+    from .runner import run_job
 
 _EXPORTS = {
-    "Job": "sandbox.job",
-    "JobLimits": "sandbox.job",
-    "SandboxResult": "sandbox.job",
-    "Status": "sandbox.job",
-    "run_job": "sandbox.runner",
-    "Executor": "sandbox.executor",
-    "LocalExecutor": "sandbox.executor",
-    "InProcessExecutor": "sandbox.executor",
-    "isolation_report": "sandbox.doctor",
-    "make_executor": "sandbox.executor",
-    "RayExecutor": "sandbox._ray",
-    "WarmPool": "sandbox._pool",
-    "IsolationPlan": "sandbox._layers",
-    "IsolationUnavailable": "sandbox._layers",
-    "LEVELS": "sandbox._layers",
-    "resolve_isolation": "sandbox._layers:resolve",
+    "Job": ".job",
+    "JobLimits": ".job",
+    "SandboxResult": ".job",
+    "Status": ".job",
+    "run_job": ".runner",
+    "Executor": ".executor",
+    "LocalExecutor": ".executor",
+    "InProcessExecutor": ".executor",
+    "isolation_report": ".doctor",
+    "make_executor": ".executor",
+    "RayExecutor": "._ray",
+    "WarmPool": "._pool",
+    "IsolationPlan": "._layers",
+    "IsolationUnavailable": "._layers",
+    "LEVELS": "._layers",
+    "resolve_isolation": "._layers:resolve",
 }
 __all__ = sorted(_EXPORTS)
 
@@ -70,9 +70,9 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str) -> Any:
     target = _EXPORTS.get(name)
     if target is None:
-        raise AttributeError(f"module 'sandbox' has no attribute {name!r}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module, _, attr = target.partition(":")
-    value = getattr(importlib.import_module(module), attr or name)
+    value = getattr(importlib.import_module(module, __name__), attr or name)
     globals()[name] = value
     return value
 

@@ -1,4 +1,4 @@
-"""The candidate child: forked by the zygote (:mod:`sandbox._zygote`), isolated, then runs the job.
+"""The candidate child: forked by the zygote (:mod:`hifo.sandbox._zygote`), isolated, then runs the job.
 
 Order of the layers, each failing closed (the candidate never runs if one cannot be applied):
 
@@ -11,9 +11,9 @@ Order of the layers, each failing closed (the candidate never runs if one cannot
 4. rlimits, soft *and* hard (address space, CPU, file size, open files, no core);
 5. identity (as root): ``setgroups([])``, ``setresgid``, ``setresuid`` to the zygote's sandbox
    uid, which clears every capability; then ``RLIMIT_NPROC`` (enforced now we are not root);
-6. ``PR_SET_NO_NEW_PRIVS``, then the seccomp filter (:mod:`sandbox._seccomp`);
+6. ``PR_SET_NO_NEW_PRIVS``, then the seccomp filter (:mod:`hifo.sandbox._seccomp`);
 7. stdio wrappers with output caps, the instances unpickled, the candidate executed
-   (:mod:`sandbox._execute`), the JSON result written on the result pipe, "done" sent to the
+   (:mod:`hifo.sandbox._execute`), the JSON result written on the result pipe, "done" sent to the
    zygote, and ``os._exit`` (no atexit hook or finaliser of the candidate runs).
 """
 
@@ -30,7 +30,7 @@ import socket
 import sys
 from typing import Any
 
-from sandbox import _execute, _wire
+from . import _execute, _wire
 
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -81,7 +81,7 @@ def run_candidate(job: dict[str, Any], fds: list[int], sock: socket.socket, conf
         drop_identity(job["uid"], job["uid"])  # the zygote's uids double as gids
         apply_nproc(limits, job["uid"])
         if config["seccomp"]:
-            from sandbox import _seccomp
+            from . import _seccomp
 
             _seccomp.install()
         elif ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

@@ -1,7 +1,7 @@
 """Turn candidate source into a function and run the trusted solver over the instances.
 
-Shared by the sandbox child (:mod:`sandbox._child`) and, with no isolation at all, by
-:class:`sandbox.InProcessExecutor`. Standard library only and cheap to import: the child
+Shared by the sandbox child (:mod:`hifo.sandbox._child`) and, with no isolation at all, by
+:class:`hifo.sandbox.InProcessExecutor`. Standard library only and cheap to import: the child
 loads it on every spawn. Everything here treats the candidate as hostile and careless:
 exceptions may have broken ``__str__``, solutions may hold NaN, numpy scalars or cycles.
 """

@@ -18,22 +18,22 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sandbox._layers import UNSHARE_ARGS, probe
+from ._layers import UNSHARE_ARGS, probe
 
 if TYPE_CHECKING:
-    from sandbox._process import ZygoteSpec
+    from ._process import ZygoteSpec
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 # Loads exactly the parent's copy of this package without putting the repository root (or
 # anything else) on the child's sys.path, whether or not the package is installed.
 LOAD_PACKAGE = (
     "import importlib.util, sys\n"
-    f"spec = importlib.util.spec_from_file_location('sandbox', {os.path.join(_PACKAGE_DIR, '__init__.py')!r}, "
+    f"spec = importlib.util.spec_from_file_location('_hifo_sandbox', {os.path.join(_PACKAGE_DIR, '__init__.py')!r}, "
     f"submodule_search_locations=[{_PACKAGE_DIR!r}])\n"
-    "module = sys.modules['sandbox'] = importlib.util.module_from_spec(spec)\n"
+    "module = sys.modules['_hifo_sandbox'] = importlib.util.module_from_spec(spec)\n"
     "spec.loader.exec_module(module)\n"
 )
-_BOOTSTRAP = LOAD_PACKAGE + "from sandbox._zygote import main\nmain(int(sys.argv[1]))\n"
+_BOOTSTRAP = LOAD_PACKAGE + "from _hifo_sandbox._zygote import main\nmain(int(sys.argv[1]))\n"
 ROOT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
 
 

@@ -16,7 +16,7 @@ directory, capped output, every descendant killed after each candidate):
 ``bounded_disk``       /tmp (the candidate's directory lives there) is a tmpfs of
                        ``JobLimits.max_disk_bytes`` (bubblewrap ``--size``, or a tmpfs the
                        zygote mounts in its own mount namespace under ``unshare``).
-``seccomp``            the deny-list of :mod:`sandbox._seccomp` (x86_64).
+``seccomp``            the deny-list of :mod:`hifo.sandbox._seccomp` (x86_64).
 
 Levels: ``strict`` refuses to run (:class:`IsolationUnavailable`) unless every layer is
 available; ``standard`` applies what is available and warns loudly about what is missing;
@@ -38,7 +38,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox import _seccomp
+from . import _seccomp
 
 LEVELS = ("strict", "standard", "minimal")
 LAYERS = ("unprivileged_user", "pid_namespace", "network_namespace", "read_only_fs", "bounded_disk", "seccomp")

@@ -21,7 +21,7 @@ import threading
 import time
 from collections import OrderedDict
 
-from sandbox._process import Zygote, ZygoteSpec
+from ._process import Zygote, ZygoteSpec
 
 
 class UidLease:
@@ -60,7 +60,7 @@ def _lease_dir() -> str:
 
 def start_zygote(spec: ZygoteSpec, start_timeout_s: float = 180.0) -> Zygote:
     """A started zygote, with two uids leased to it when the plan drops candidates to a uid
-    (consecutive candidates alternate between them: see :class:`sandbox._zygote.Zygote`)."""
+    (consecutive candidates alternate between them: see :class:`hifo.sandbox._zygote.Zygote`)."""
     leases: list[UidLease] = []
     try:
         if spec.plan.drop_user:

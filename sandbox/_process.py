@@ -1,6 +1,6 @@
 """Parent side of one warm worker (zygote): start it, hand it jobs, time them out, close it.
 
-The command line comes from :mod:`sandbox._launch` (bubblewrap, unshare or none). One job at
+The command line comes from :mod:`hifo.sandbox._launch` (bubblewrap, unshare or none). One job at
 a time per zygote: the job's payload goes down in a memfd, stdout/stderr go to the parent's
 anonymous capture files, the result comes back on a pipe read with a cap, and the zygote's
 events (JSON, never pickles) say when the candidate started and ended. The zygote enforces the
@@ -26,11 +26,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox import _wire
-from sandbox._child import PASS_THROUGH_ENV, SINGLE_THREAD_ENV, child_env  # noqa: F401  (re-exported)
-from sandbox._launch import LOAD_PACKAGE, launcher_argv  # noqa: F401  (LOAD_PACKAGE: re-exported)
-from sandbox._layers import IsolationPlan
-from sandbox.job import Job
+from . import _wire
+from ._child import PASS_THROUGH_ENV, SINGLE_THREAD_ENV, child_env  # noqa: F401  (re-exported)
+from ._launch import LOAD_PACKAGE, launcher_argv  # noqa: F401  (LOAD_PACKAGE: re-exported)
+from ._layers import IsolationPlan
+from .job import Job
 
 _CHUNK = 1 << 16
 BACKSTOP_S = 3.0  # after the job's deadline, the parent stops waiting for the zygote's word

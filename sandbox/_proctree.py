@@ -1,6 +1,6 @@
 """Process-tree and file helpers the zygote uses inside the sandbox (Linux /proc, no deps).
 
-Kept apart from :mod:`sandbox._zygote` so the serving loop reads on its own: finding a
+Kept apart from :mod:`hifo.sandbox._zygote` so the serving loop reads on its own: finding a
 process's descendants (through ``/proc/<pid>/task/<tid>/children``, or a full ``/proc`` scan
 on kernels without ``CONFIG_PROC_CHILDREN``), killing every process of a uid at once, reading
 real uids and states, and removing what a dead candidate left even after chmod tricks.

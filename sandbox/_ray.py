@@ -23,7 +23,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
-from sandbox.job import Job, SandboxResult
+from .job import Job, SandboxResult
 
 _NODE_POOL: Any = None
 _NODE_LOCK = threading.Lock()
@@ -31,8 +31,8 @@ _NODE_LOCK = threading.Lock()
 
 def run_on_node(job: Job, isolation: str, warm: bool) -> SandboxResult:
     """Body of the Ray task (also callable directly: it is the plain runner plus a node name)."""
-    from sandbox._layers import IsolationUnavailable
-    from sandbox.runner import _run, as_plan
+    from ._layers import IsolationUnavailable
+    from .runner import _run, as_plan
 
     global _NODE_POOL
     try:
@@ -41,7 +41,7 @@ def run_on_node(job: Job, isolation: str, warm: bool) -> SandboxResult:
         return SandboxResult(status="error", error=f"sandbox setup failed on node {socket.gethostname()}: {exc}")
     pool = None
     if warm:
-        from sandbox._pool import WarmPool
+        from ._pool import WarmPool
 
         with _NODE_LOCK:
             if _NODE_POOL is None:

@@ -1,6 +1,6 @@
 """A small seccomp-BPF deny-list for the candidate process (x86_64 only), built with ctypes.
 
-Applied last, after the identity drop, in the forked candidate child (``sandbox._candidate``).
+Applied last, after the identity drop, in the forked candidate child (``hifo.sandbox._candidate``).
 It is a *deny* list on purpose: numpy, torch and the standard library keep working, while the
 calls that widen the kernel's attack surface or reach outside the sandbox fail with an errno:
 

@@ -1,6 +1,6 @@
 """The warm worker ("zygote"): runs inside the sandbox's namespaces, forks one child per candidate.
 
-Started by :mod:`sandbox._process` as ``python -I -S -B -c <bootstrap> CTL_FD`` behind the
+Started by :mod:`hifo.sandbox._process` as ``python -I -S -B -c <bootstrap> CTL_FD`` behind the
 launcher the plan chose (bubblewrap, ``unshare`` or nothing), with the scrubbed environment.
 It becomes a child subreaper (orphans of a candidate, even after ``setsid`` and a double fork,
 are re-parented to it) and non-dumpable, imports the solver's module and the ``preload``
@@ -10,7 +10,7 @@ libraries once, then serves jobs one at a time for as long as the parent keeps i
    several ms); it calls ``setsid`` and waits on its own socket;
 2. a job from the parent (header + descriptors: payload memfd, stdout, stderr, result pipe)
    gets a fresh directory and is handed to the spare, which applies identity, limits and
-   seccomp and runs the candidate (:mod:`sandbox._child`). The zygote never reads the payload,
+   seccomp and runs the candidate (:mod:`hifo.sandbox._child`). The zygote never reads the payload,
    so no candidate's code or data lingers in its memory for the next one;
 3. supervision ends on the child's "done" note, its exit (pidfd), the deadline, or a kill from
    the parent; every process of the candidate is then SIGKILLed (see :class:`Zygote` for how)
@@ -30,7 +30,7 @@ import sys
 import time
 from typing import Any
 
-from sandbox import _proctree, _seccomp, _wire  # noqa: F401  (_seccomp: imported once, here)
+from . import _proctree, _seccomp, _wire  # noqa: F401  (_seccomp: imported once, here)
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
 
@@ -113,7 +113,7 @@ class Zygote:
         if pid == 0:
             mine.close()
             self.ctl.close()  # the candidate must never talk to the parent directly
-            from sandbox import _child
+            from . import _child
 
             _child.spare_main(theirs, self.config, os.getppid())  # never returns
         theirs.close()

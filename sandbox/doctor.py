@@ -13,7 +13,7 @@ import platform
 import sys
 from typing import Any
 
-from sandbox._layers import FIX, LAYERS, LEVELS, IsolationUnavailable, machine, probe, resolve
+from ._layers import FIX, LAYERS, LEVELS, IsolationUnavailable, machine, probe, resolve
 
 
 def isolation_report(level: str = "standard") -> dict[str, Any]:

@@ -3,8 +3,8 @@
 * :class:`LocalExecutor` - a thread pool on this machine; each job runs in a pristine child
   forked from a warm worker (``warm=True``, the default) or from a zygote started for it alone
   (``warm=False``, a fresh interpreter per candidate), with the isolation level's layers.
-* :class:`sandbox.RayExecutor` - the same runner on the nodes of a Ray cluster
-  (:mod:`sandbox._ray`; optional extra ``hifo[ray]``).
+* :class:`hifo.sandbox.RayExecutor` - the same runner on the nodes of a Ray cluster
+  (:mod:`hifo.sandbox._ray`; optional extra ``hifo[ray]``).
 * :class:`InProcessExecutor` - **UNSAFE**: runs the candidate in the calling process with no
   isolation at all. For benchmarks and trusted baselines only.
 * :func:`make_executor` - the factory behind ``--executor local|ray --isolation ... --address``.
@@ -21,11 +21,11 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Iterable, Iterator, Protocol, runtime_checkable
 
-from sandbox import _execute
-from sandbox._layers import IsolationPlan
-from sandbox._pool import WarmPool, default_pool
-from sandbox.job import Job, SandboxResult
-from sandbox.runner import JobHandle, _run, as_plan
+from . import _execute
+from ._layers import IsolationPlan
+from ._pool import WarmPool, default_pool
+from .job import Job, SandboxResult
+from .runner import JobHandle, _run, as_plan
 
 
 @runtime_checkable
@@ -122,7 +122,7 @@ def make_executor(kind: str = "local", isolation: str = "standard", max_workers:
             raise ValueError("--address is only meaningful with --executor ray")
         return LocalExecutor(max_workers, isolation=isolation, warm=warm)
     if kind == "ray":
-        from sandbox._ray import RayExecutor
+        from ._ray import RayExecutor
 
         return RayExecutor(address, max_workers=max_workers, isolation=isolation, warm=warm)
     raise ValueError(f"unknown executor {kind!r}: expected 'local' or 'ray'")

@@ -3,7 +3,7 @@
 Every job gets the process layer (own session, rlimits, allowlisted environment, a fresh
 temporary directory, capped stdout/stderr/result, all its processes SIGKILLed when it ends) and
 whatever the isolation plan adds (separate uid, pid/network namespaces, read-only file system,
-bounded /tmp, seccomp; see :mod:`sandbox._layers`). ``isolation["gaps"]`` in each result lists
+bounded /tmp, seccomp; see :mod:`hifo.sandbox._layers`). ``isolation["gaps"]`` in each result lists
 what this run did *not* get.
 """
 
@@ -17,10 +17,10 @@ import threading
 import time
 from typing import Any, Callable, get_args
 
-from sandbox._layers import LAYERS, IsolationPlan, resolve
-from sandbox._pool import WarmPool, start_zygote, stop_zygote
-from sandbox._process import ProcessOutcome, ZygoteLost, ZygoteSpec, child_env
-from sandbox.job import Job, SandboxResult, Status
+from ._layers import LAYERS, IsolationPlan, resolve
+from ._pool import WarmPool, start_zygote, stop_zygote
+from ._process import ProcessOutcome, ZygoteLost, ZygoteSpec, child_env
+from .job import Job, SandboxResult, Status
 
 STATUSES = frozenset(get_args(Status))
 _MAX_ERROR = 4000
@@ -52,7 +52,7 @@ def run_job(job: Job, *, isolation: PlanLike = None, warm: bool | WarmPool = Fal
     for anything the candidate does; raises ``OSError`` if no worker can be started,
     :class:`~sandbox.IsolationUnavailable` for ``strict`` on a machine that lacks a layer.
     """
-    from sandbox._pool import default_pool
+    from ._pool import default_pool
 
     pool = default_pool() if warm is True else warm or None
     return _run(job, None, as_plan(isolation), pool)

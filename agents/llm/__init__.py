@@ -15,7 +15,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from agents.llm.base import BudgetExceeded, Completion, LLMClient, LLMError, Message, Usage
+from hifo.agents.llm.base import BudgetExceeded, Completion, LLMClient, LLMError, Message, Usage
 
 _LAZY = {
     "make_client": "factory", "parse_spec": "factory", "default_model_spec": "factory", "ModelSpec": "factory",
@@ -30,7 +30,7 @@ __all__ = ["BudgetExceeded", "Completion", "LLMClient", "LLMError", "Message", "
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        value = getattr(import_module(f"agents.llm.{_LAZY[name]}"), name)
+        value = getattr(import_module(f"hifo.agents.llm.{_LAZY[name]}"), name)
         globals()[name] = value
         return value
-    raise AttributeError(f"module 'agents.llm' has no attribute {name!r}")
+    raise AttributeError(f"module 'hifo.agents.llm' has no attribute {name!r}")

@@ -7,7 +7,7 @@ import json
 import threading
 from typing import Any, Callable
 
-from agents.llm.base import Completion, LLMClient, Message
+from hifo.agents.llm.base import Completion, LLMClient, Message
 
 
 def canonical_request(messages: list[Message], n: int, temperature: float, seed: int | None,

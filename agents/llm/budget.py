@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from agents.llm._common import Wrapper
-from agents.llm.base import BudgetExceeded, Completion, LLMClient, Message, Usage
+from hifo.agents.llm._common import Wrapper
+from hifo.agents.llm.base import BudgetExceeded, Completion, LLMClient, Message, Usage
 
 log = logging.getLogger(__name__)
 

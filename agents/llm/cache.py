@@ -17,8 +17,8 @@ import threading
 import time
 from pathlib import Path
 
-from agents.llm._common import Wrapper, canonical_request, request_key
-from agents.llm.base import Completion, LLMClient, Message
+from hifo.agents.llm._common import Wrapper, canonical_request, request_key
+from hifo.agents.llm.base import Completion, LLMClient, Message
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, request TEXT NOT NULL, completions TEXT NOT NULL,

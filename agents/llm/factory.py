@@ -89,22 +89,22 @@ def make_client(spec: str, *, cache_path: str | os.PathLike | None = None,
         raise ValueError(f"cannot record into the cassette being replayed: {record_path}")
     client: Any
     if parsed.kind == "replay":
-        from agents.llm.replay import ReplayClient
+        from hifo.agents.llm.replay import ReplayClient
 
         client = ReplayClient(parsed.target)
     elif parsed.kind == "local":
-        from agents.llm.local import LocalGGUFClient
+        from hifo.agents.llm.local import LocalGGUFClient
 
         client = LocalGGUFClient(parsed.target)  # nothing transient in-process: no retry wrapper
     else:
-        from agents.llm.retry import RetryingClient
+        from hifo.agents.llm.retry import RetryingClient
 
         if parsed.kind == "openai":
-            from agents.llm.openai_client import OpenAIClient
+            from hifo.agents.llm.openai_client import OpenAIClient
 
             backend: Any = OpenAIClient(parsed.target, parsed.base_url, timeout=timeout_s)
         else:
-            from agents.llm.litellm_client import LiteLLMClient
+            from hifo.agents.llm.litellm_client import LiteLLMClient
 
             backend = LiteLLMClient(parsed.target, api_base=parsed.base_url, timeout=timeout_s)
         # the watchdog is a safety net above the SDK's own request timeout (which normally fires first)
@@ -118,16 +118,16 @@ def wrap_client(backend: Any, *, cache_path: str | os.PathLike | None = None,
                 max_cost_usd: float | None = None, seed: int | None = None) -> Any:
     """Put the cache, recorder, default seed and budget around ``backend`` (retries are the backend's
     business, added by :func:`make_client` for remote ones)."""
-    from agents.llm._common import DefaultSeedClient
-    from agents.llm.budget import BudgetedClient
+    from hifo.agents.llm._common import DefaultSeedClient
+    from hifo.agents.llm.budget import BudgetedClient
 
     client = backend
     if cache_path is not None:
-        from agents.llm.cache import CachedClient
+        from hifo.agents.llm.cache import CachedClient
 
         client = CachedClient(client, cache_path)
     if record_path is not None:
-        from agents.llm.replay import RecordingClient
+        from hifo.agents.llm.replay import RecordingClient
 
         client = RecordingClient(client, record_path)
     if seed is not None:

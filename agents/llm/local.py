@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents.llm._common import flatten_messages
-from agents.llm.base import Completion, LLMError, Message
+from hifo.agents.llm._common import flatten_messages
+from hifo.agents.llm.base import Completion, LLMError, Message
 
 # one loaded model per (path, n_ctx, n_threads) per process, with the lock that serialises its use
 _MODELS: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}

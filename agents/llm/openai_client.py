@@ -11,8 +11,8 @@ import threading
 import time
 from typing import Any
 
-from agents.llm._common import as_chat, fill_to_n
-from agents.llm.base import Completion, Message
+from hifo.agents.llm._common import as_chat, fill_to_n
+from hifo.agents.llm.base import Completion, Message
 
 
 class OpenAIClient:
@@ -68,7 +68,7 @@ class OpenAIClient:
 
     def complete(self, messages: list[Message], n: int = 1, temperature: float = 1.0, seed: int | None = None,
                  max_tokens: int = 512, stop: list[str] | None = None) -> list[Completion]:
-        from agents.llm.retry import rejects_request
+        from hifo.agents.llm.retry import rejects_request
 
         def one(s: int | None) -> list[Completion]:
             return self._call(messages, 1, temperature, s, max_tokens, stop)

@@ -17,8 +17,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from agents.llm._common import Wrapper, canonical_request, flatten_messages, request_key
-from agents.llm.base import Completion, LLMClient, LLMError, Message
+from hifo.agents.llm._common import Wrapper, canonical_request, flatten_messages, request_key
+from hifo.agents.llm.base import Completion, LLMClient, LLMError, Message
 
 
 class ReplayMismatch(RuntimeError):

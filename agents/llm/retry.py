@@ -13,8 +13,8 @@ import threading
 import time
 from typing import Callable
 
-from agents.llm._common import Wrapper
-from agents.llm.base import BudgetExceeded, Completion, LLMClient, LLMError, Message
+from hifo.agents.llm._common import Wrapper
+from hifo.agents.llm.base import BudgetExceeded, Completion, LLMClient, LLMError, Message
 
 _TRANSIENT_STATUS = {408, 409, 425, 429}
 _TRANSIENT_NAMES = ("Timeout", "TimedOut", "RateLimit", "APIConnectionError", "ConnectError", "ConnectionError",

@@ -14,7 +14,7 @@ A plain library (it imports nothing else from this repository):
 Example::
 
     import numpy as np
-    from problems.binpacking import online_pack, validate_assignment, weibull_instance
+    from hifo.problems.binpacking import online_pack, validate_assignment, weibull_instance
 
     def best_fit(item, bins):
         return -(bins - item)

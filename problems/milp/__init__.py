@@ -10,7 +10,7 @@ Public API:
   :func:`primal_integral`;
 * hand-off to HiGHS (:func:`dive_and_solve`) and named seeded collections (:func:`collection`) and
   directories of MPS files such as MIPLIB (:func:`mps_collection`);
-* FMIP (lazy: importing it needs torch): ``problems.milp.fmip``.
+* FMIP (lazy: importing it needs torch): ``hifo.problems.milp.fmip``.
 """
 
 from ._generators import (GENERATORS, barabasi_albert, combinatorial_auction, fcmnf, generate,

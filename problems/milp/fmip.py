@@ -1,7 +1,7 @@
 """FMIP (joint continuous-integer flow matching for MILP) at CPU scale; needs torch.
 
 Import this module explicitly (``from problems.milp import fmip``): the rest of
-:mod:`problems.milp` works without torch.
+:mod:`hifo.problems.milp` works without torch.
 
 * :class:`FMIPNet`, :func:`build_graph`: bipartite GNN predicting integer classes and
   continuous clean values;

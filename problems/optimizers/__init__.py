@@ -29,7 +29,7 @@ Tasks (:mod:`._tasks`, :mod:`._data`)
 Example::
 
     import torch
-    from problems.optimizers import Muon, build_model, split_params, load_split, train, evaluate
+    from hifo.problems.optimizers import Muon, build_model, split_params, load_split, train, evaluate
 
     model = build_model("digits_mlp", seed=0)
     hidden, rest = split_params(model)

@@ -44,7 +44,7 @@ What is partial (and why):
 
 Example::
 
-    from problems.optwvp import generate_instance, construct_route, density_scorer, optimal_service_lp
+    from hifo.problems.optwvp import generate_instance, construct_route, density_scorer, optimal_service_lp
 
     inst = generate_instance(50, seed=0)
     route, profit = construct_route(inst, density_scorer)

@@ -19,7 +19,7 @@ A plain library (it imports nothing else from this repository; numpy only):
 
 Example::
 
-    from problems.qd import LinearProjection, QDSearch, paper_config
+    from hifo.problems.qd import LinearProjection, QDSearch, paper_config
 
     domain = LinearProjection("sphere", solution_dim=100, measure_dim=10)
     search = QDSearch(domain, paper_config("dms", domain), seed=0)

@@ -141,7 +141,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'problems.routing' has no attribute {name!r}")
+        raise AttributeError(f"module 'hifo.problems.routing' has no attribute {name!r}")
     value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value

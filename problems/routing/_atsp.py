@@ -13,7 +13,7 @@ MatNet (Kwon et al., NeurIPS 2021, ``ATSP/ATSProblemDef.py``) and RADAR (Yi et a
 4. divide by ``scaler = 10**6`` so distances lie in ``[0, 1)``.
 
 The integers are kept exact: ``distance = integer / scale`` round-trips through
-``np.rint(distance * scale)``, which is what :func:`problems.routing.lkh_tour` needs.
+``np.rint(distance * scale)``, which is what :func:`hifo.problems.routing.lkh_tour` needs.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from agents.llm.base import Completion
+from hifo.agents.llm.base import Completion
 
 BPP_REPLIES = [
     "{Best fit: prefer the bin left tightest.}\n```python\nimport numpy as np\n\ndef priority(item, bins):\n"

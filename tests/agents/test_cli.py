@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agents.cli import app
-from agents.config import RunConfig
-from agents.graph import start_run
-from agents.llm.replay import RecordingClient
-from sandbox import LocalExecutor
+from hifo.agents.cli import app
+from hifo.agents.config import RunConfig
+from hifo.agents.graph import start_run
+from hifo.agents.llm.replay import RecordingClient
+from hifo.sandbox import LocalExecutor
 
 runner = CliRunner()
 BEST_FIT = "import numpy as np\n\ndef priority(item, bins):\n    return -(bins - item)\n"
@@ -21,7 +21,7 @@ BEST_FIT = "import numpy as np\n\ndef priority(item, bins):\n    return -(bins -
 
 def test_help_is_fast_and_lists_commands():
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "agents.cli", "--help"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-m", "hifo.agents.cli", "--help"], capture_output=True, text=True, timeout=60)
     elapsed = time.perf_counter() - t0
     assert out.returncode == 0
     for cmd in ("run", "resume", "runs", "show", "problems", "evaluate", "principles", "doctor"):

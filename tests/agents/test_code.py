@@ -1,6 +1,6 @@
 import pytest
 
-from agents.code import (CodeError, check_source, code_distance, extract_code, find_constants, normalized_hash,
+from hifo.agents.code import (CodeError, check_source, code_distance, extract_code, find_constants, normalized_hash,
                          substitute_constants)
 
 ENTRY = "priority"

@@ -1,4 +1,4 @@
-from agents.foresight import behaviour_diversity, code_diversity, decide, stagnation
+from hifo.agents.foresight import behaviour_diversity, code_diversity, decide, stagnation
 
 A = "def f(a, b):\n    return a - b\n"
 B = "def f(a, b):\n    import math\n    return math.exp(a) * b / (a + 1)\n"

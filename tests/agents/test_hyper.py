@@ -1,7 +1,7 @@
 import numpy as np
 
-from agents import hyper
-from agents.code import find_constants
+from hifo.agents import hyper
+from hifo.agents.code import find_constants
 
 
 def test_ask_perturbs_constants_only_and_is_seeded():

@@ -3,9 +3,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from agents.code import extract_code
-from agents.prompting import ParentView, parse_principles, render_distill, render_operator
-from evaluators.base import FunctionTemplate
+from hifo.agents.code import extract_code
+from hifo.agents.prompting import ParentView, parse_principles, render_distill, render_operator
+from hifo.evaluators.base import FunctionTemplate
 
 TPL = FunctionTemplate(name="priority", signature="def priority(item: float, bins: np.ndarray) -> np.ndarray:",
                        docstring="Score each feasible bin.\n\nReturns: one score per bin.",
@@ -79,7 +79,7 @@ def test_distill_prompts_and_parsing():
 
 
 def test_completion_reply_calling_an_earlier_version_is_linked():
-    from agents.prompting import link_versions
+    from hifo.agents.prompting import link_versions
 
     pr = render_operator("completion", "e1", evaluator=EV, parents=[P1, P2], principles=[], directive="")
     ex = extract_code("    return priority_v1(item, bins) * 2 + 0.1\n", "priority", TPL.imports, pr.prefix)

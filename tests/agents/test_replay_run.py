@@ -1,11 +1,11 @@
 """A recorded run replays exactly: same prompts, same candidates, same scores."""
 
-from agents.config import RunConfig
-from agents.graph import start_run
-from agents.llm.factory import make_client
-from agents.llm.replay import RecordingClient
-from agents.rundb import RunStore
-from sandbox import LocalExecutor
+from hifo.agents.config import RunConfig
+from hifo.agents.graph import start_run
+from hifo.agents.llm.factory import make_client
+from hifo.agents.llm.replay import RecordingClient
+from hifo.agents.rundb import RunStore
+from hifo.sandbox import LocalExecutor
 
 
 def _table(run_dir):

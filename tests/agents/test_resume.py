@@ -9,9 +9,9 @@ import textwrap
 import time
 from pathlib import Path
 
-from agents.graph import resume_run
-from agents.rundb import RunStore
-from sandbox import LocalExecutor
+from hifo.agents.graph import resume_run
+from hifo.agents.rundb import RunStore
+from hifo.sandbox import LocalExecutor
 
 HERE = Path(__file__).parent
 
@@ -19,8 +19,8 @@ SCRIPT = textwrap.dedent("""
     import sys
     sys.path.insert(0, {here!r})
     from conftest import FakeModel
-    from agents.config import RunConfig
-    from agents.graph import start_run
+    from hifo.agents.config import RunConfig
+    from hifo.agents.graph import start_run
     cfg = RunConfig(problem="bpp_online", model="fake", generations=4, population=3, offspring=4, hyper_lambda=2,
                     seed=11, init_samples=8, kb={kb!r}, run_dir={run!r}, workers=1, test_set="train")
     start_run(cfg, client=FakeModel())

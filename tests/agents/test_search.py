@@ -5,11 +5,11 @@ import math
 
 import pytest
 
-from agents.config import RunConfig
-from agents.graph import RunError, start_run
-from agents.rundb import RunStore
-from knowledge_base import KnowledgeBase
-from sandbox import LocalExecutor
+from hifo.agents.config import RunConfig
+from hifo.agents.graph import RunError, start_run
+from hifo.agents.rundb import RunStore
+from hifo.knowledge_base import KnowledgeBase
+from hifo.sandbox import LocalExecutor
 
 
 def _cfg(tmp_path, name="run", **kw):

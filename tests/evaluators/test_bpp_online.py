@@ -1,4 +1,4 @@
-"""evaluators.bpp_online: FunSearch's published figures, measured; the trusted checks."""
+"""hifo.evaluators.bpp_online: FunSearch's published figures, measured; the trusted checks."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import time
 import numpy as np
 import pytest
 
-from evaluators.base import InfeasibleSolution
-from evaluators.bpp_online import BinPackingOnline
-from problems.binpacking import BinPackingInstance
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.evaluators.bpp_online import BinPackingOnline
+from hifo.problems.binpacking import BinPackingInstance
 
 
 @pytest.fixture(scope="module")

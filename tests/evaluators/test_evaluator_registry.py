@@ -1,4 +1,4 @@
-"""evaluators.registry: built-ins, entry points, clear errors."""
+"""hifo.evaluators.registry: built-ins, entry points, clear errors."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
-from evaluators import registry
-from evaluators.bpp_online import BinPackingOnline
-from evaluators.registry import GROUP, get_evaluator, get_evaluator_class, list_evaluators
-from evaluators.tsp_construct import TSPConstruct
+from hifo.evaluators import registry
+from hifo.evaluators.bpp_online import BinPackingOnline
+from hifo.evaluators.registry import GROUP, get_evaluator, get_evaluator_class, list_evaluators
+from hifo.evaluators.tsp_construct import TSPConstruct
 
 
 def fake_entry_points(*eps):
@@ -21,8 +21,8 @@ def fake_entry_points(*eps):
 
 def test_builtins_are_listed():
     names = list_evaluators()
-    assert names["bpp_online"] == "evaluators.bpp_online:BinPackingOnline"
-    assert names["tsp_construct"] == "evaluators.tsp_construct:TSPConstruct"
+    assert names["bpp_online"] == "hifo.evaluators.bpp_online:BinPackingOnline"
+    assert names["tsp_construct"] == "hifo.evaluators.tsp_construct:TSPConstruct"
     assert isinstance(get_evaluator("bpp_online"), BinPackingOnline)
     assert isinstance(get_evaluator("tsp_construct"), TSPConstruct)
 
@@ -44,8 +44,8 @@ def test_builtins_work_without_installed_metadata(monkeypatch):
 
 def test_plugins_are_found(monkeypatch):
     monkeypatch.setattr(registry, "entry_points",
-                        fake_entry_points(("my_problem", "evaluators.bpp_online:BinPackingOnline")))
-    assert list_evaluators()["my_problem"] == "evaluators.bpp_online:BinPackingOnline"
+                        fake_entry_points(("my_problem", "hifo.evaluators.bpp_online:BinPackingOnline")))
+    assert list_evaluators()["my_problem"] == "hifo.evaluators.bpp_online:BinPackingOnline"
     assert isinstance(get_evaluator("my_problem"), BinPackingOnline)
 
 
@@ -59,7 +59,7 @@ def test_unknown_name_lists_the_known_ones(monkeypatch):
 
 def test_bad_targets(monkeypatch):
     monkeypatch.setattr(registry, "entry_points", fake_entry_points(
-        ("not_an_evaluator", "evaluators.base:Score"), ("no_colon", "evaluators.base")))
+        ("not_an_evaluator", "hifo.evaluators.base:Score"), ("no_colon", "hifo.evaluators.base")))
     with pytest.raises(TypeError, match="not an Evaluator"):
         get_evaluator("not_an_evaluator")
     with pytest.raises(ValueError, match="module:Class"):
@@ -68,6 +68,6 @@ def test_bad_targets(monkeypatch):
 
 def test_plugins_cannot_shadow_builtins(monkeypatch):
     monkeypatch.setattr(registry, "entry_points",
-                        fake_entry_points(("bpp_online", "evaluators.tsp_construct:TSPConstruct")))
+                        fake_entry_points(("bpp_online", "hifo.evaluators.tsp_construct:TSPConstruct")))
     with pytest.warns(UserWarning, match="ignored"):
-        assert list_evaluators()["bpp_online"] == "evaluators.bpp_online:BinPackingOnline"
+        assert list_evaluators()["bpp_online"] == "hifo.evaluators.bpp_online:BinPackingOnline"

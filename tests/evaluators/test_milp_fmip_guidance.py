@@ -1,4 +1,4 @@
-"""evaluators.fmip_guidance: baselines within bands, guidance checked, forgeries rejected."""
+"""hifo.evaluators.fmip_guidance: baselines within bands, guidance checked, forgeries rejected."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from evaluators.base import InfeasibleSolution  # noqa: E402
-from evaluators.fmip_guidance import FMIPGuidance, checked_guidance  # noqa: E402
+from hifo.evaluators.base import InfeasibleSolution  # noqa: E402
+from hifo.evaluators.fmip_guidance import FMIPGuidance, checked_guidance  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""evaluators.milp_primal: baselines score within their bands; the parent rejects forgeries."""
+"""hifo.evaluators.milp_primal: baselines score within their bands; the parent rejects forgeries."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from evaluators.base import InfeasibleSolution
-from evaluators.milp_primal import MILPPrimal, fingerprint
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.evaluators.milp_primal import MILPPrimal, fingerprint
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_heuristic_time_counts_against_budget(ev):
 
 
 def test_stored_references_match_generators(ev):
-    from evaluators.milp_primal import best_known
+    from hifo.evaluators.milp_primal import best_known
     refs = best_known()
     for s in ev.instance_sets:
         for inst in ev.load_instances(s):

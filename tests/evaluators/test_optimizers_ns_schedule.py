@@ -1,4 +1,4 @@
-"""evaluators.newton_schulz: baseline figures, schedule checks, the parent's own measurements."""
+"""hifo.evaluators.newton_schulz: baseline figures, schedule checks, the parent's own measurements."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from evaluators.base import InfeasibleSolution
-from evaluators.newton_schulz import NewtonSchulzSchedule, check_schedule, shape_key
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.evaluators.newton_schulz import NewtonSchulzSchedule, check_schedule, shape_key
 
 
 @pytest.fixture(scope="module")
@@ -114,8 +114,8 @@ def test_test_set_figures(ev):
 
 @pytest.mark.slow
 def test_through_the_sandbox(ev):
-    from agents.evaluation import CandidateEvaluator
-    from sandbox import LocalExecutor
+    from hifo.agents.evaluation import CandidateEvaluator
+    from hifo.sandbox import LocalExecutor
 
     with LocalExecutor(max_workers=1) as executor:
         score = CandidateEvaluator(ev, "train", executor).evaluate(ev.baselines["muon_quintic"])

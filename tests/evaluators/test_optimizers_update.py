@@ -1,4 +1,4 @@
-"""evaluators.optimizer_update: baselines reach their figures; the parent catches forgeries."""
+"""hifo.evaluators.optimizer_update: baselines reach their figures; the parent catches forgeries."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from evaluators.base import InfeasibleSolution
-from evaluators.optimizer_update import OptimizerUpdate
-from problems.optimizers import BudgetExceeded, InvalidUpdate, build_model, state_to_lists
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.evaluators.optimizer_update import OptimizerUpdate
+from hifo.problems.optimizers import BudgetExceeded, InvalidUpdate, build_model, state_to_lists
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +113,8 @@ def test_a_diverging_rule_is_caught(ev):
 
 @pytest.mark.slow
 def test_through_the_sandbox(ev):
-    from agents.evaluation import CandidateEvaluator
-    from sandbox import LocalExecutor
+    from hifo.agents.evaluation import CandidateEvaluator
+    from hifo.sandbox import LocalExecutor
 
     with LocalExecutor(max_workers=1) as executor:
         score = CandidateEvaluator(ev, "train", executor).evaluate(ev.baselines["muon"])

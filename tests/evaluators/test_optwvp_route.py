@@ -1,4 +1,4 @@
-"""evaluators.optwvp_route: stored best-known values, measured baselines, trusted checks."""
+"""hifo.evaluators.optwvp_route: stored best-known values, measured baselines, trusted checks."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pickle
 import numpy as np
 import pytest
 
-from evaluators.base import InfeasibleSolution
-from evaluators.optwvp_route import REFS_PATH, OPTWVPRoute, instance_specs
-from problems.optwvp import CANDIDATE_FIELDS, check_route, route_profit
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.evaluators.optwvp_route import REFS_PATH, OPTWVPRoute, instance_specs
+from hifo.problems.optwvp import CANDIDATE_FIELDS, check_route, route_profit
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""evaluators.optwvp_service: stored routes and LP optima, measured baselines, trusted checks."""
+"""hifo.evaluators.optwvp_service: stored routes and LP optima, measured baselines, trusted checks."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from evaluators.base import InfeasibleSolution
-from evaluators.optwvp_service import OPTWVPService
-from problems.optwvp import optimal_service_fast, optimal_service_lp
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.evaluators.optwvp_service import OPTWVPService
+from hifo.problems.optwvp import optimal_service_fast, optimal_service_lp
 
 
 @pytest.fixture(scope="module")

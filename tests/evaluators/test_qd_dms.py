@@ -1,4 +1,4 @@
-"""evaluators.qd_dms: the baselines reach their figures; the trusted score rejects forgeries."""
+"""hifo.evaluators.qd_dms: the baselines reach their figures; the trusted score rejects forgeries."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from evaluators.base import InfeasibleSolution
-from evaluators.qd_dms import QDDiscountModelSearch
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.evaluators.qd_dms import QDDiscountModelSearch
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +125,7 @@ def test_heuristic_gets_scaled_measures_progress_and_copies(ev, train):
 
 def test_through_the_sandbox(ev, train, paper_run):
     """The real path: the child imports the evaluator's solve, the parent scores what comes back."""
-    sandbox = pytest.importorskip("sandbox")
+    sandbox = pytest.importorskip("hifo.sandbox")
     L = ev.limits
     job = sandbox.Job(code=ev.baselines["dms_paper"], entry=ev.template.name, solver=ev.entry_point(),
                       instances=train,

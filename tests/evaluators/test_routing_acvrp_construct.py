@@ -1,4 +1,4 @@
-"""evaluators.acvrp_construct: reference data, measured baseline figures, trusted checks."""
+"""hifo.evaluators.acvrp_construct: reference data, measured baseline figures, trusted checks."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pickle
 
 import pytest
 
-from evaluators.acvrp_construct import REFS_PATH, ACVRPConstruct, random_set_specs
-from evaluators.base import InfeasibleSolution
-from problems.routing import InvalidChoice, routes_cost
+from hifo.evaluators.acvrp_construct import REFS_PATH, ACVRPConstruct, random_set_specs
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.problems.routing import InvalidChoice, routes_cost
 
 
 @pytest.fixture(scope="module")

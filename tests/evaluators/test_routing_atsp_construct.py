@@ -1,4 +1,4 @@
-"""evaluators.atsp_construct: reference data, measured baseline figures, trusted checks."""
+"""hifo.evaluators.atsp_construct: reference data, measured baseline figures, trusted checks."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pickle
 import numpy as np
 import pytest
 
-from evaluators.atsp_construct import REFS_PATH, TSPLIB_NAMES, ATSPConstruct, random_set_specs
-from evaluators.base import InfeasibleSolution
-from problems.routing import InvalidChoice, asymmetry, tour_length, triangle_violation
+from hifo.evaluators.atsp_construct import REFS_PATH, TSPLIB_NAMES, ATSPConstruct, random_set_specs
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.problems.routing import InvalidChoice, asymmetry, tour_length, triangle_violation
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""evaluators.radar_tune: settings checks, measured baseline figures, trusted checks."""
+"""hifo.evaluators.radar_tune: settings checks, measured baseline figures, trusted checks."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from evaluators.base import InfeasibleSolution  # noqa: E402
-from evaluators.radar_tune import (  # noqa: E402
+from hifo.evaluators.base import InfeasibleSolution  # noqa: E402
+from hifo.evaluators.radar_tune import (  # noqa: E402
     REFS_PATH,
     TSPLIB_NAMES,
     InvalidSettings,

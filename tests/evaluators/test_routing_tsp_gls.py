@@ -1,4 +1,4 @@
-"""evaluators.tsp_gls: reference data, measured baseline figures, trusted checks."""
+"""hifo.evaluators.tsp_gls: reference data, measured baseline figures, trusted checks."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pickle
 import numpy as np
 import pytest
 
-from evaluators.base import InfeasibleSolution
-from evaluators.tsp_gls import TSPLIB_NAMES, TSPGLS, random_set_specs
-from problems.routing import InvalidGuide, nearest_neighbour_tour, tour_length
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.evaluators.tsp_gls import TSPLIB_NAMES, TSPGLS, random_set_specs
+from hifo.problems.routing import InvalidGuide, nearest_neighbour_tour, tour_length
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_baseline_test_and_tsplib_figures_are_measured(ev):
 
 def test_optimal_tour_scores_zero(ev):
     pytest.importorskip("elkai")
-    from problems.routing import lkh_tour
+    from hifo.problems.routing import lkh_tour
 
     task = ev.load_instances("tsplib")[0]
     tour = lkh_tour(task.instance.distance_matrix, runs=3, scale=1).tolist()

@@ -1,4 +1,4 @@
-"""evaluators.tsp_construct: reference data, measured baseline figures, trusted checks."""
+"""hifo.evaluators.tsp_construct: reference data, measured baseline figures, trusted checks."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pickle
 import numpy as np
 import pytest
 
-from evaluators.base import InfeasibleSolution
-from evaluators.tsp_construct import REFS_PATH, TSPLIB_NAMES, TSPConstruct, random_set_specs
-from problems.routing import InvalidChoice, nearest_neighbour_tour, tour_length
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.evaluators.tsp_construct import REFS_PATH, TSPLIB_NAMES, TSPConstruct, random_set_specs
+from hifo.problems.routing import InvalidChoice, nearest_neighbour_tour, tour_length
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,7 @@ def test_nearest_neighbour_figures_are_measured(ev):
 
 def test_optimal_tour_scores_zero(ev):
     pytest.importorskip("elkai")
-    from problems.routing import lkh_tour
+    from hifo.problems.routing import lkh_tour
     inst = ev.load_instances("tsplib")[0]
     tour = lkh_tour(inst.distance_matrix, runs=3, scale=1).tolist()
     assert ev.score(inst, tour) == {"length": 426.0, "gap_percent": 0.0}

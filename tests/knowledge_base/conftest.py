@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge_base import KnowledgeBase
+from hifo.knowledge_base import KnowledgeBase
 
 T0 = 1_700_000_000.0  # a fixed "now" so recency and timestamps are exact
 

@@ -3,8 +3,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from knowledge_base import KnowledgeBase
-from knowledge_base.cli import principles_app
+from hifo.knowledge_base import KnowledgeBase
+from hifo.knowledge_base.cli import principles_app
 
 WIDE = {"COLUMNS": "220"}
 

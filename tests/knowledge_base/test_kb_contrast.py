@@ -1,6 +1,6 @@
 import math
 
-from knowledge_base import contrast_principles, extract_features
+from hifo.knowledge_base import contrast_principles, extract_features
 
 
 def _cand(cid, code, fitness, error=None):

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from knowledge_base import (
+from hifo.knowledge_base import (
     FAILURE_GAIN,
     PrincipleNotFound,
     gain_scale,
@@ -118,7 +118,7 @@ def test_credit_with_an_unknown_id_changes_nothing(kb):
 
 
 def test_custom_alpha(kb_path, clock):
-    from knowledge_base import KnowledgeBase
+    from hifo.knowledge_base import KnowledgeBase
 
     with KnowledgeBase(kb_path, alpha=0.5, clock=clock) as store:
         a = store.add("Use np.exp on the gap.")

@@ -1,7 +1,7 @@
 import pytest
 
-from knowledge_base import KnowledgeBase, RecallWeights
-from knowledge_base.ranking import quality, recency
+from hifo.knowledge_base import KnowledgeBase, RecallWeights
+from hifo.knowledge_base.ranking import quality, recency
 
 BPP = "Online bin packing: each arriving item is placed into one of the bins with enough remaining capacity."
 

@@ -1,4 +1,4 @@
-from knowledge_base.similarity import normalise, search_terms, similarity
+from hifo.knowledge_base.similarity import normalise, search_terms, similarity
 
 
 def test_identical_and_reworded_texts_are_near_duplicates():

@@ -4,8 +4,8 @@ import sqlite3
 
 import pytest
 
-from knowledge_base import KnowledgeBase, KnowledgeBaseError, PrincipleNotFound, Provenance
-from knowledge_base._schema import SCHEMA_VERSION
+from hifo.knowledge_base import KnowledgeBase, KnowledgeBaseError, PrincipleNotFound, Provenance
+from hifo.knowledge_base._schema import SCHEMA_VERSION
 
 BEST_FIT = "Prefer bins with the smallest remaining capacity after placing the item."
 BEST_FIT_REWORDED = "Prefer the bins with smallest remaining capacity after the item is placed."
@@ -188,7 +188,7 @@ def test_create_false_does_not_create(tmp_path):
 
 
 def test_default_path_honours_environment(monkeypatch, tmp_path):
-    from knowledge_base import default_kb_path
+    from hifo.knowledge_base import default_kb_path
 
     monkeypatch.setenv("HIFO_KB", str(tmp_path / "x.sqlite"))
     assert default_kb_path() == tmp_path / "x.sqlite"

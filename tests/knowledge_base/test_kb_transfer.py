@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from knowledge_base import KnowledgeBase
+from hifo.knowledge_base import KnowledgeBase
 
 
 def _populate(store, clock):

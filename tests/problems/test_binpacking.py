@@ -1,4 +1,4 @@
-"""problems.binpacking: FunSearch's online loop, the packing check, readers, generator."""
+"""hifo.problems.binpacking: FunSearch's online loop, the packing check, readers, generator."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from problems.binpacking import (
+from hifo.problems.binpacking import (
     BinPackingInstance,
     InvalidPacking,
     bin_loads,

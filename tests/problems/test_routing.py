@@ -1,4 +1,4 @@
-"""problems.routing: instances, TSPLIB reader, tour checks and EoH's construction loop."""
+"""hifo.problems.routing: instances, TSPLIB reader, tour checks and EoH's construction loop."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from problems.routing import (
+from hifo.problems.routing import (
     InvalidChoice,
     InvalidTour,
     construct_tour,
@@ -202,13 +202,13 @@ def test_optimum_of_a_tiny_tsplib_instance(tmp_path):
     nn = tour_length(nearest_neighbour_tour(inst.distance_matrix), inst.distance_matrix)
     assert best == int(best) and best <= nn
     elkai = pytest.importorskip("elkai")
-    from problems.routing import lkh_tour
+    from hifo.problems.routing import lkh_tour
     assert elkai and tour_length(lkh_tour(inst.distance_matrix, scale=1), inst.distance_matrix) == best
 
 
 def test_lkh_reaches_the_eil51_optimum():
     pytest.importorskip("elkai")
-    from problems.routing import lkh_tour
+    from hifo.problems.routing import lkh_tour
     inst = read_tsplib(TSP_DATA / "eil51.tsp")
     tour = lkh_tour(inst.distance_matrix, runs=3, scale=1)
     assert tour[0] == 0 and tour_length(tour, inst.distance_matrix) == 426

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox import WarmPool
+from hifo.sandbox import WarmPool
 
 
 @pytest.fixture(scope="module")

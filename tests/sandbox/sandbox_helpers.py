@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from sandbox._layers import probe, resolve
+from hifo.sandbox._layers import probe, resolve
 
 
 def standard_plan():

@@ -39,7 +39,7 @@ class ClassSolver:
 def make_job(code: str, instances: list[Any] | None = None, entry: str = "f", solver: str = "solvers:apply",
              preload: tuple[str, ...] = (), **limits: Any):
     """A Job for ``code`` with this module as solver; keyword arguments become JobLimits."""
-    from sandbox import Job, JobLimits
+    from hifo.sandbox import Job, JobLimits
 
     return Job(
         code=code,

@@ -1,6 +1,6 @@
 """Through the agent's own scoring path: hostile candidates become failed Scores, the run goes on.
 
-``agents.evaluation.CandidateEvaluator`` sends each candidate through a LocalExecutor (warm
+``hifo.agents.evaluation.CandidateEvaluator`` sends each candidate through a LocalExecutor (warm
 workers, ``standard`` isolation) into the real online bin-packing evaluator, then scores the
 solutions in this process. The sandbox package itself imports nothing of the agent; only this
 test joins them.
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("agents.evaluation", reason="the agent package is not importable here")
+pytest.importorskip("hifo.agents.evaluation", reason="the agent package is not importable here")
 
-from agents.evaluation import CandidateEvaluator  # noqa: E402
-from evaluators.registry import get_evaluator  # noqa: E402
+from hifo.agents.evaluation import CandidateEvaluator  # noqa: E402
+from hifo.evaluators.registry import get_evaluator  # noqa: E402
 
-from sandbox import LocalExecutor  # noqa: E402
+from hifo.sandbox import LocalExecutor  # noqa: E402
 
 HEAD = "import numpy as np\n\n\ndef priority(item, bins):\n"
 HOSTILE = {
@@ -28,7 +28,7 @@ HOSTILE = {
 # Replaces the packing routine the evaluator's solve() calls with one that puts every item in
 # bin 0 (one bin used: a perfect score, if anyone believed it).
 FORGER = ("import sys\nimport numpy as np\n\n"
-          "sys.modules['evaluators.bpp_online'].online_pack = lambda h, items, cap: np.zeros(len(items), int)\n\n\n"
+          "sys.modules['hifo.evaluators.bpp_online'].online_pack = lambda h, items, cap: np.zeros(len(items), int)\n\n\n"
           "def priority(item, bins):\n    return -(bins - item)\n")
 
 

@@ -13,7 +13,7 @@ import pytest
 from sandbox_helpers import fallback_plan
 from solvers import HERE
 
-from sandbox._child import PASS_THROUGH_ENV, SINGLE_THREAD_ENV
+from hifo.sandbox._child import PASS_THROUGH_ENV, SINGLE_THREAD_ENV
 
 PROBE = textwrap.dedent(
     """
@@ -43,7 +43,7 @@ PARENT = textwrap.dedent(
     import json, os, sys
     sys.path.insert(0, {HERE!r})
     from solvers import make_job
-    from sandbox import run_job
+    from hifo.sandbox import run_job
     from sandbox_helpers import fallback_plan
     level = sys.argv[1]
     plan = level if level in ("standard", "minimal") else fallback_plan(level)
@@ -87,7 +87,7 @@ def test_api_keys_and_tokens_never_reach_the_child(level):
 
 
 def test_minimal_level_declares_what_it_leaves_open():
-    from sandbox import run_job
+    from hifo.sandbox import run_job
     from solvers import make_job
 
     result = run_job(make_job("def f(x):\n    return x\n"), isolation="minimal")

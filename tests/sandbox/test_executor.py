@@ -9,7 +9,7 @@ from solvers import make_job
 
 import pytest
 
-from sandbox import Executor, InProcessExecutor, LocalExecutor, WarmPool, make_executor, run_job
+from hifo.sandbox import Executor, InProcessExecutor, LocalExecutor, WarmPool, make_executor, run_job
 
 SLEEPY = "import time\ndef f(x):\n    time.sleep(x)\n    return x\n"
 

@@ -14,8 +14,8 @@ import pytest
 from sandbox_helpers import fallback_plan, host_processes_with
 from solvers import make_job
 
-from sandbox import WarmPool, run_job
-from sandbox._layers import resolve
+from hifo.sandbox import WarmPool, run_job
+from hifo.sandbox._layers import resolve
 
 
 @pytest.fixture(scope="module", params=["unshare", "none", "minimal"])

@@ -16,7 +16,7 @@ import pytest
 from sandbox_helpers import host_processes_with, needs
 from solvers import HERE, make_job
 
-from sandbox import run_job
+from hifo.sandbox import run_job
 
 
 def run(job, pool):

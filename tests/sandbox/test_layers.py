@@ -10,8 +10,8 @@ import pytest
 from sandbox_helpers import needs
 from solvers import make_job
 
-from sandbox import IsolationUnavailable, LocalExecutor, run_job
-from sandbox._layers import LAYERS, probe, readable_by_others, resolve
+from hifo.sandbox import IsolationUnavailable, LocalExecutor, run_job
+from hifo.sandbox._layers import LAYERS, probe, readable_by_others, resolve
 
 
 def _without(**errors):

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-import sandbox
-from sandbox import _execute, isolation_report
-from sandbox._child import tasks_of_user
-from sandbox._process import LOAD_PACKAGE
+from hifo import sandbox
+from hifo.sandbox import _execute, isolation_report
+from hifo.sandbox._child import tasks_of_user
+from hifo.sandbox._process import LOAD_PACKAGE
 
 PACKAGE = Path(sandbox.__file__).parent
-OURS = {"agents", "evaluators", "problems", "knowledge_base", "benchmarks", "tests"}
+OURS = {"hifo", "agents", "evaluators", "problems", "knowledge_base", "benchmarks", "tests"}
 
 
 def test_curated_exports_resolve():
@@ -38,8 +38,8 @@ def test_sandbox_imports_nothing_else_of_ours():
 
 def test_worker_side_imports_stay_light():
     """The zygote and the candidate child load none of the parent-side machinery (nor ray)."""
-    heavy = ("subprocess", "concurrent.futures", "sandbox.runner", "sandbox.executor", "sandbox._process", "ray")
-    code = LOAD_PACKAGE + (f"import json, sandbox._child, sandbox._zygote\n"
+    heavy = ("subprocess", "concurrent.futures", "_hifo_sandbox.runner", "_hifo_sandbox.executor", "_hifo_sandbox._process", "ray")
+    code = LOAD_PACKAGE + (f"import json, _hifo_sandbox._child, _hifo_sandbox._zygote\n"
                            f"print(json.dumps([m for m in {heavy!r} if m in sys.modules]))\n")
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []

@@ -18,7 +18,7 @@ SLEEPY = "import time\ndef f(x):\n    time.sleep(x)\n    return x\n"
 
 @pytest.fixture(scope="module")
 def executor():
-    from sandbox import RayExecutor
+    from hifo.sandbox import RayExecutor
 
     if ray.is_initialized():
         pytest.skip("a Ray instance is already initialised in this process")
@@ -57,7 +57,7 @@ def test_a_task_whose_worker_dies_is_retried_elsewhere(executor):
         time.sleep(0.1)
     assert victim is not None, "the task never showed up in a Ray worker"
     time.sleep(0.5)  # let it start its warm worker
-    orphans = [pid for pid in host_processes_with("sandbox._zygote import main") if victim in _ancestors(pid)]
+    orphans = [pid for pid in host_processes_with("_hifo_sandbox._zygote import main") if victim in _ancestors(pid)]
     os.kill(victim, signal.SIGKILL)  # as if its node went away
     result = future.result(timeout=120)
     assert result.ok and result.solutions == [2.5]

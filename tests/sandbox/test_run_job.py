@@ -8,7 +8,7 @@ import pickle
 import pytest
 from solvers import make_job
 
-from sandbox import SandboxResult, run_job
+from hifo.sandbox import SandboxResult, run_job
 
 
 def test_success_returns_solutions_output_and_isolation():
@@ -160,7 +160,7 @@ def test_descendant_walk_matches_a_full_proc_scan():
     import subprocess
     import sys
 
-    from sandbox import _proctree
+    from hifo.sandbox import _proctree
 
     tree = subprocess.Popen([sys.executable, "-c", "import subprocess, time; p = subprocess.Popen(['sleep', '30']);"
                              " time.sleep(30)"])

@@ -12,10 +12,10 @@ import time
 import pytest
 from solvers import make_job
 
-from sandbox import LocalExecutor, WarmPool, run_job
-from sandbox._pool import UidLease
-from sandbox._process import ZygoteSpec
-from sandbox.runner import as_plan, spec_for
+from hifo.sandbox import LocalExecutor, WarmPool, run_job
+from hifo.sandbox._pool import UidLease
+from hifo.sandbox._process import ZygoteSpec
+from hifo.sandbox.runner import as_plan, spec_for
 
 
 def test_every_candidate_gets_a_pristine_process(pool):

@@ -6,10 +6,10 @@ import time
 import pytest
 from llm_helpers import chat, prompt
 
-from agents.llm.base import BudgetExceeded
-from agents.llm.budget import BudgetedClient
-from agents.llm.cache import CachedClient
-from agents.llm.replay import ScriptedClient
+from hifo.agents.llm.base import BudgetExceeded
+from hifo.agents.llm.budget import BudgetedClient
+from hifo.agents.llm.cache import CachedClient
+from hifo.agents.llm.replay import ScriptedClient
 
 
 def test_seeded_requests_hit_the_cache_unseeded_never_do(tmp_path):

@@ -6,9 +6,9 @@ import sys
 import pytest
 from llm_helpers import prompt
 
-from agents.llm.base import BudgetExceeded, Usage
-from agents.llm.factory import ModelSpec, default_model_spec, make_client, parse_spec, wrap_client
-from agents.llm.replay import ScriptedClient
+from hifo.agents.llm.base import BudgetExceeded, Usage
+from hifo.agents.llm.factory import ModelSpec, default_model_spec, make_client, parse_spec, wrap_client
+from hifo.agents.llm.replay import ScriptedClient
 
 
 @pytest.mark.parametrize("spec, want", [

@@ -5,7 +5,7 @@ import os
 import pytest
 from llm_helpers import chat, prompt
 
-from agents.llm.litellm_client import LiteLLMClient
+from hifo.agents.llm.litellm_client import LiteLLMClient
 
 
 @pytest.mark.slow  # importing litellm takes several seconds
@@ -48,7 +48,7 @@ class FakeLiteLLM:
 
 def test_refused_n_falls_back_to_seeded_single_calls(monkeypatch):
     fake = FakeLiteLLM()
-    monkeypatch.setattr("agents.llm.litellm_client.import_litellm", lambda: fake)
+    monkeypatch.setattr("hifo.agents.llm.litellm_client.import_litellm", lambda: fake)
     client = LiteLLMClient("custom/m", api_base="http://127.0.0.1:1234", timeout=7)
     out = client.complete(prompt("continue this"), n=3, seed=40, stop=["```"])
     assert [c.text for c in out] == ["seed=40", "seed=41", "seed=42"]

@@ -8,9 +8,9 @@ import time
 import pytest
 from llm_helpers import chat, prompt
 
-from agents.llm import local
-from agents.llm._common import flatten_messages
-from agents.llm.local import LocalGGUFClient, LocalModelError, verify_file
+from hifo.agents.llm import local
+from hifo.agents.llm._common import flatten_messages
+from hifo.agents.llm.local import LocalGGUFClient, LocalModelError, verify_file
 
 
 def test_verify_file_hashes_once_then_trusts_the_sidecar(tmp_path, monkeypatch):

@@ -7,9 +7,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from llm_helpers import chat, prompt
 
-from agents.llm.base import LLMError
-from agents.llm.factory import make_client
-from agents.llm.openai_client import OpenAIClient
+from hifo.agents.llm.base import LLMError
+from hifo.agents.llm.factory import make_client
+from hifo.agents.llm.openai_client import OpenAIClient
 
 
 class FakeServer(BaseHTTPRequestHandler):

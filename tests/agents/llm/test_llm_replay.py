@@ -5,8 +5,8 @@ import json
 import pytest
 from llm_helpers import chat, prompt
 
-from agents.llm.base import LLMError
-from agents.llm.replay import RecordingClient, ReplayClient, ReplayMismatch, ScriptedClient
+from hifo.agents.llm.base import LLMError
+from hifo.agents.llm.replay import RecordingClient, ReplayClient, ReplayMismatch, ScriptedClient
 
 
 def _record(tmp_path, replies, requests, **kw):

@@ -6,8 +6,8 @@ import time
 import pytest
 from llm_helpers import prompt
 
-from agents.llm.base import Completion, LLMError
-from agents.llm.retry import RetryingClient, is_transient, rejects_request
+from hifo.agents.llm.base import Completion, LLMError
+from hifo.agents.llm.retry import RetryingClient, is_transient, rejects_request
 
 
 class HTTPError(Exception):

@@ -1,4 +1,4 @@
-"""problems.milp.fmip: the two probability paths, the joint loss, guided sampling, weights."""
+"""hifo.problems.milp.fmip: the two probability paths, the joint loss, guided sampling, weights."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from problems.milp import GENERATORS, check_solution, generate, solve_highs, solve_lp  # noqa: E402
-from problems.milp import fmip  # noqa: E402
-from problems.milp._fmip_model import (continuous_sample_xt, discrete_sample_xt,  # noqa: E402
+from hifo.problems.milp import GENERATORS, check_solution, generate, solve_highs, solve_lp  # noqa: E402
+from hifo.problems.milp import fmip  # noqa: E402
+from hifo.problems.milp._fmip_model import (continuous_sample_xt, discrete_sample_xt,  # noqa: E402
                                        labels_to_state)
 
 SMALL = {

@@ -1,11 +1,11 @@
-"""problems.milp: generators, trusted checker, HiGHS wrapper, MPS round trip, hand-off."""
+"""hifo.problems.milp: generators, trusted checker, HiGHS wrapper, MPS round trip, hand-off."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from problems.milp import (GENERATORS, InfeasiblePoint, check_solution, dive_and_solve, generate,
+from hifo.problems.milp import (GENERATORS, InfeasiblePoint, check_solution, dive_and_solve, generate,
                            primal_gap, primal_integral, read_mps, solve_highs, solve_lp, write_mps)
 
 SMALL = {
@@ -129,7 +129,7 @@ def test_dive_falls_back_when_fixing_is_infeasible():
 
 
 def test_mps_collection_reads_a_directory(tmp_path):
-    from problems.milp import mps_collection
+    from hifo.problems.milp import mps_collection
     insts = [generate(f, 2, **SMALL[f]) for f in ("setcover", "fcmnf")]
     for i, inst in enumerate(insts):
         write_mps(inst, tmp_path / f"p{i}.mps")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from problems.optimizers import COSMOS, Muon, track_subspace
+from hifo.problems.optimizers import COSMOS, Muon, track_subspace
 
 
 def step_pair(opt_a, opt_b, pa, pb, grad):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from problems.optimizers import (
+from hifo.problems.optimizers import (
     Client,
     Server,
     ZOConfig,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from problems.optimizers import (
+from hifo.problems.optimizers import (
     MUON_QUINTIC,
     Muon,
     build_model,

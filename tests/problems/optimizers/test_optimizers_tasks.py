@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from problems.optimizers import (
+from hifo.problems.optimizers import (
     COSMOS,
     InvalidUpdate,
     Muon,
@@ -23,7 +23,7 @@ from problems.optimizers import (
     state_to_lists,
     train,
 )
-from problems.optimizers._data import markov_stream
+from hifo.problems.optimizers._data import markov_stream
 
 
 def test_digits_splits_are_disjoint_and_fixed():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from problems.optwvp import (
+from hifo.problems.optwvp import (
     OPTWVPInstance,
     brute_force,
     check_schedule,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from problems.optwvp import (
+from hifo.problems.optwvp import (
     InfeasibleRoute,
     check_route,
     check_schedule,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from problems.optwvp import generate_instance, horizon_for, read_json, write_json
+from hifo.problems.optwvp import generate_instance, horizon_for, read_json, write_json
 
 
 def test_horizon_per_size_follows_the_official_budgets():

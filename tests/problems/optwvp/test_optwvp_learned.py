@@ -5,8 +5,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from problems.optwvp import check_route, check_schedule, generate_instances, route_profit  # noqa: E402
-from problems.optwvp._learned import WEIGHTS_PATH, DeCoSTPolicy, load_policy, rollout, to_batch  # noqa: E402
+from hifo.problems.optwvp import check_route, check_schedule, generate_instances, route_profit  # noqa: E402
+from hifo.problems.optwvp._learned import WEIGHTS_PATH, DeCoSTPolicy, load_policy, rollout, to_batch  # noqa: E402
 
 
 def test_parallel_decoding_gives_feasible_routes_and_feasible_predicted_service():

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from problems.qd import CVTArchive, GridArchive, cvt_centroids, nearest_centroid
+from hifo.problems.qd import CVTArchive, GridArchive, cvt_centroids, nearest_centroid
 
 
 def grid(**kw):

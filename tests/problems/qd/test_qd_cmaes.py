@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from problems.qd import CMAEvolutionStrategy, rank_improvement, rank_two_stage_improvement
+from hifo.problems.qd import CMAEvolutionStrategy, rank_improvement, rank_two_stage_improvement
 
 
 def _minimise(n, seed, gens):

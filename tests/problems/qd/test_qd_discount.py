@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from problems.qd import DiscountArchive, DiscountModelConfig, GridArchive
+from hifo.problems.qd import DiscountArchive, DiscountModelConfig, GridArchive
 
 
 def make(alpha=0.1, **cfg):

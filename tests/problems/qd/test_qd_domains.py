@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from problems.qd import LinearProjection, PlanarArm, TrianglesDigits
-from problems.qd._images import render_triangles
+from hifo.problems.qd import LinearProjection, PlanarArm, TrianglesDigits
+from hifo.problems.qd._images import render_triangles
 
 
 @pytest.mark.parametrize("objective", ["sphere", "rastrigin"])

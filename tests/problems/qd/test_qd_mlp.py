@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from problems.qd import MLP, Adam, fit_mse
+from hifo.problems.qd import MLP, Adam, fit_mse
 
 torch = pytest.importorskip("torch")
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from problems.qd import LinearProjection, PlanarArm, QDConfig, QDSearch, cvt_centroids, paper_config
+from hifo.problems.qd import LinearProjection, PlanarArm, QDConfig, QDSearch, cvt_centroids, paper_config
 
 
 def small(algorithm, **kw):

@@ -1,4 +1,4 @@
-"""problems.routing ATSP: MatNet's tmat generator and the TSPLIB ATSP reader."""
+"""hifo.problems.routing ATSP: MatNet's tmat generator and the TSPLIB ATSP reader."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from problems.routing import (
+from hifo.problems.routing import (
     TMAT_SCALE,
     asymmetry,
     construct_tour,
@@ -91,7 +91,7 @@ def test_construction_uses_outbound_costs():
 
 def test_lkh_reaches_br17_optimum():
     pytest.importorskip("elkai")
-    from problems.routing import lkh_tour
+    from hifo.problems.routing import lkh_tour
 
     inst = read_tsplib_atsp(ATSP_DATA / "br17.atsp")
     assert tour_length(lkh_tour(inst.distance_matrix, runs=3, scale=1), inst.distance_matrix) == 39

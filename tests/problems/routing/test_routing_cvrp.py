@@ -1,11 +1,11 @@
-"""problems.routing ACVRP: RADAR-style instances, route checks, construction loop."""
+"""hifo.problems.routing ACVRP: RADAR-style instances, route checks, construction loop."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from problems.routing import (
+from hifo.problems.routing import (
     RADAR_CAPACITY,
     CVRPInstance,
     InvalidChoice,
@@ -88,7 +88,7 @@ def test_construction_checks_choices():
 
 def test_pyvrp_reference_beats_nearest_neighbour():
     pytest.importorskip("pyvrp")
-    from problems.routing import pyvrp_acvrp
+    from hifo.problems.routing import pyvrp_acvrp
 
     inst = random_acvrp_instance(20, seed=4)
     routes = pyvrp_acvrp(inst, seconds=0.3)

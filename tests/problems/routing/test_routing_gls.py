@@ -1,11 +1,11 @@
-"""problems.routing local search and guided local search (EoH's TSP-GLS)."""
+"""hifo.problems.routing local search and guided local search (EoH's TSP-GLS)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from problems.routing import (
+from hifo.problems.routing import (
     InvalidGuide,
     eoh_penalty_update,
     guided_local_search,
@@ -17,7 +17,7 @@ from problems.routing import (
     tour_length,
     validate_tour,
 )
-from problems.routing._local_search import (
+from hifo.problems.routing._local_search import (
     apply_relocate,
     apply_two_opt,
     best_relocate,

@@ -1,4 +1,4 @@
-"""problems.routing RADAR: Sinkhorn attention, SVD embeddings, POMO decoding, training."""
+"""hifo.problems.routing RADAR: Sinkhorn attention, SVD embeddings, POMO decoding, training."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from problems.routing import (  # noqa: E402
+from hifo.problems.routing import (  # noqa: E402
     RadarConfig,
     RadarModel,
     RadarSettings,
@@ -26,7 +26,7 @@ from problems.routing import (  # noqa: E402
     validate_tour,
     zscore,
 )
-from problems.routing._radar_pomo import WEIGHTS_DIR, rollout  # noqa: E402
+from hifo.problems.routing._radar_pomo import WEIGHTS_DIR, rollout  # noqa: E402
 
 SMALL = RadarConfig(embedding_dim=16, head_num=2, encoder_layers=2, ff_hidden_dim=32, svd_rank=4)
 
