@@ -42,8 +42,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 LOCK=scripts/lock.txt
-LLAMA_VERSION="$(sed -n 's/^llama[-_]cpp[-_]python==//p' "$LOCK")"
-[ -n "$LLAMA_VERSION" ] || { echo "[setup] $LOCK pins no llama-cpp-python version" >&2; exit 1; }
+LLAMA_VERSION="$(sed -n 's/.*"llama-cpp-python==\([^"]*\)".*/\1/p' pyproject.toml)"
+[ -n "$LLAMA_VERSION" ] || { echo "[setup] pyproject.toml pins no exact llama-cpp-python version" >&2; exit 1; }
 # Portable ggml: no native detection, no AVX-512, no AMX; AVX2/FMA/F16C on x86-64.
 LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGML_BACKEND_DL=OFF -DLLAMA_CURL=OFF"
 case "$(uname -m)" in
@@ -71,11 +71,12 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$HASH" ]; then
     rm -rf "$WHEELHOUSE" && mv "$WHEELHOUSE.tmp" "$WHEELHOUSE"
   fi
   .venv/bin/python -m pip install -q --no-cache-dir --force-reinstall --no-deps "$WHEELHOUSE"/llama_cpp_python-*.whl
+  .venv/bin/python -m pip install -q -c "$LOCK" -e ".[$EXTRAS]"
   .venv/bin/python - "$WHEELHOUSE/CMAKE_ARGS" <<'PY'
 # record the build flags where `hifo doctor` can show them
-import sys, pathlib, llama_cpp
-pathlib.Path(llama_cpp.__file__).with_name("hifo_build_flags.txt").write_text(pathlib.Path(sys.argv[1]).read_text())
+import importlib.util, pathlib, sys
+package = pathlib.Path(importlib.util.find_spec("llama_cpp").origin).parent
+(package / "hifo_build_flags.txt").write_text(pathlib.Path(sys.argv[1]).read_text())
 PY
-  .venv/bin/python -m pip install -q -c "$LOCK" -e ".[$EXTRAS]"
   echo "$HASH" > "$STAMP"
 fi
