@@ -18,6 +18,7 @@ cfg = tomllib.load(open("pyproject.toml", "rb"))["project"]
 deps = list(cfg["dependencies"])
 for extra in cfg.get("optional-dependencies", {}).values():
     deps += list(extra)
+deps.append("torch==2.13.0")  # the CPU build setup.sh installs first
 print("\n".join(sorted(set(deps))))
 PY
 "$SCRATCH/venv/bin/python" -m pip install -q -r "$SCRATCH/reqs.txt" --no-binary llama-cpp-python --dry-run --ignore-installed --report "$SCRATCH/report.json" >/dev/null
