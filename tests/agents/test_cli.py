@@ -27,7 +27,7 @@ def test_help_is_fast_and_lists_commands():
     for cmd in ("run", "resume", "runs", "show", "problems", "evaluate", "principles", "doctor"):
         assert cmd in out.stdout
     assert elapsed < 5.0  # about 0.3 s here; generous for a loaded CI machine
-    probe = subprocess.run([sys.executable, "-c", "import sys, agents.cli; print(sorted(m for m in "
+    probe = subprocess.run([sys.executable, "-c", "import sys, hifo.agents.cli; print(sorted(m for m in "
                             "('langgraph', 'litellm', 'llama_cpp', 'numpy', 'torch') if m in sys.modules))"],
                            capture_output=True, text=True, timeout=60)
     assert probe.stdout.strip() == "[]", probe.stdout
@@ -90,8 +90,12 @@ def test_run_show_runs_resume_with_a_replayed_model(tmp_path, fake_model, monkey
     assert res.exit_code == 0 and "foresight timeline" in res.output
     res = runner.invoke(app, ["resume", str(run_dir)])
     assert res.exit_code == 0  # finished: prints its summary again
-    res = runner.invoke(app, ["principles", "list", "--kb", str(tmp_path / "kb.sqlite"), "--json"])
+    # a replay works on the recording's knowledge-base snapshot, in its run directory; the store named
+    # by --kb is not written to
+    res = runner.invoke(app, ["principles", "list", "--kb", str(run_dir / "knowledge.sqlite"), "--json"])
     assert res.exit_code == 0 and json.loads(res.output)
+    res = runner.invoke(app, ["principles", "list", "--kb", str(tmp_path / "kb.sqlite"), "--json"])
+    assert res.exit_code == 0 and json.loads(res.output) == []
 
 
 def _toml(tmp_path: Path) -> Path:
