@@ -116,6 +116,7 @@ def doctor_report(smoke: bool = True) -> dict[str, dict[str, Any]]:
     embedded.update({"smoke test": test["result"], "smoke test ok": test["ok"]})
     if test.get("system_info"):
         embedded["system info"] = test["system_info"]
-    return {"model backends": backends, "embedded model (llama.cpp)": embedded, "sandbox isolation": iso, "optional packages": optional,
+    return {"model backends": backends, "embedded model (llama.cpp)": embedded,
+            "sandbox isolation": iso, "optional packages": optional,
             "system tools": tools, "paths": {"knowledge base": str(default_kb_path()),
                                              "runs": str(default_runs_dir().resolve())}}

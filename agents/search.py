@@ -306,6 +306,8 @@ class SearchNodes:
             store.db.execute("UPDATE candidates SET status='invalid', error=? WHERE id=?",
                              (f"not evaluated: {self._wall_reason()}", c.id))
         out: RunState = {"evaluations": store.count_evaluated()}
+        if cap is not None and out["evaluations"] >= cap and not state.get("stop_reason"):
+            out["stop_reason"] = f"evaluation budget ({cap}) spent"  # the model is asked nothing more
         if late:
             self.rt.emit("budget", reason=self._wall_reason(), cancelled=[c.id for c in late])
             out["stop_reason"] = self._wall_reason()

@@ -106,7 +106,8 @@ def test_a_diverging_replay_is_one_clear_line_and_a_nonzero_exit(tmp_path, make_
     runner = CliRunner()
     assert runner.invoke(app, [*args, "--model", "fake/chat", "--seed", "1", "--record", str(cassette), "--run-dir",
                                str(tmp_path / "rec")]).exit_code == 0
-    res = runner.invoke(app, [*args, "--model", f"replay:{cassette}", "--seed", "2", "--run-dir", str(tmp_path / "rep")])
+    res = runner.invoke(app, [*args, "--model", f"replay:{cassette}", "--seed", "2", "--run-dir",
+                              str(tmp_path / "rep")])
     assert res.exit_code == 3, res.output
     assert "Traceback" not in res.output and not isinstance(res.exception, ReplayMismatch)
     errors = [line for line in res.output.splitlines() if line.startswith("error:")]
