@@ -74,6 +74,8 @@ def open_run_kb(cfg: RunConfig, client: Any, run_dir: Path, store: RunStore, res
             private.unlink(missing_ok=True)
             with KnowledgeBase(private) as fresh:
                 fresh.import_json(doc_path)
+            if recorder is not None:  # re-recording a replay: the new cassette starts from the same store
+                recorder.write_kb_snapshot({k: snap[k] for k in ("clock", "kb_path", "export") if k in snap})
         store.set_meta("kb", {"path": str(private), "source": f"snapshot in {replay.path}",
                               "principles": len(snap["export"].get("principles", [])), "clock": snap["clock"]})
         return KnowledgeBase(private, clock=_frozen(float(snap["clock"])))
