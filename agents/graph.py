@@ -168,6 +168,16 @@ def _invoke(rt: Runtime, resume: bool) -> dict[str, Any]:
     return json.loads((rt.run_dir / "summary.json").read_text())
 
 
+def _mark_diverged(rt: Runtime, exc: Exception) -> None:
+    """A replay that left its cassette is over for good (a resume would diverge the same way): say so in
+    the run store, so `hifo runs` does not list it as running."""
+    from hifo.agents.llm.replay import ReplayMismatch
+
+    if isinstance(exc, ReplayMismatch):
+        rt.store.set_meta("status", "diverged")
+        rt.store.set_meta("stop_reason", " ".join(str(exc).split()))
+
+
 def _close(rt: Runtime) -> None:
     rt.store.close()
     if getattr(rt, "owned_executor", None) is not None:
@@ -202,6 +212,9 @@ def start_run(cfg: RunConfig, *, client: Any | None = None, executor: Any | None
             kb=rt.store.get_meta("kb"))
     try:
         return run_dir, _invoke(rt, resume=False)
+    except Exception as exc:
+        _mark_diverged(rt, exc)
+        raise
     finally:
         _close(rt)
 
@@ -219,5 +232,8 @@ def resume_run(run_dir: str | Path, *, client: Any | None = None, executor: Any 
             return run_dir, json.loads((run_dir / "summary.json").read_text())
         rt.emit("resume", pid=os.getpid(), evaluated=rt.store.count_evaluated())
         return run_dir, _invoke(rt, resume=True)
+    except Exception as exc:
+        _mark_diverged(rt, exc)
+        raise
     finally:
         _close(rt)

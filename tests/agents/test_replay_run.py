@@ -112,3 +112,8 @@ def test_a_diverging_replay_is_one_clear_line_and_a_nonzero_exit(tmp_path, make_
     assert "Traceback" not in res.output and not isinstance(res.exception, ReplayMismatch)
     errors = [line for line in res.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "diverged" in errors[0] and str(cassette) in errors[0]
+    store = RunStore(tmp_path / "rep" / "run.sqlite")
+    try:
+        assert store.get_meta("status") == "diverged" and "not in the cassette" in store.get_meta("stop_reason")
+    finally:
+        store.close()
