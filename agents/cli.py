@@ -28,6 +28,12 @@ def _fail(msg: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
+def _one_line(exc: BaseException) -> str:
+    from rich.markup import escape
+
+    return escape(" ".join(str(exc).split()))  # prompt text in the message may hold [brackets]
+
+
 def _progress_printer():
     def on_event(kind: str, d: dict) -> None:
         if kind == "foresight":
@@ -104,12 +110,15 @@ def run(
         _fail(str(exc.args[0]) if exc.args else str(exc), 2)
     console.print(f"[bold]hifo run[/] problem={cfg.problem} model={cfg.model} generations={cfg.generations} "
                   f"population={cfg.population}")
+    from hifo.agents.llm.replay import ReplayMismatch
     from hifo.sandbox import IsolationUnavailable
 
     try:
         path, summary = start_run(cfg, on_event=_progress_printer())
     except (RunError, IsolationUnavailable, ValueError) as exc:
         _fail(str(exc), 2)
+    except ReplayMismatch as exc:
+        _fail(_one_line(exc), 3)
     _print_summary(path, summary)
 
 
@@ -119,7 +128,9 @@ def _print_summary(path: Path, summary: dict) -> None:
     if best:
         console.print(f"best {summary['primary_metric']} on '{summary['train_set']}': [bold green]{best['objective']:.6g}[/]"
                       f" (candidate {best['id']}, generation {best['generation']}, {best['operator']})")
-        if best.get("test"):
+        if best.get("test", {}).get("skipped"):
+            console.print(f"test set '{best['test']['set']}' not evaluated: {best['test']['skipped']}")
+        elif best.get("test"):
             console.print(f"best on test set '{best['test']['set']}': {best['test']['objective']}")
     for name, value in (summary.get("baselines") or {}).items():
         console.print(f"baseline {name}: {value:.6g}")
@@ -130,12 +141,15 @@ def _print_summary(path: Path, summary: dict) -> None:
 def resume(run: Path = typer.Argument(..., help="run directory")) -> None:
     """Continue a killed or interrupted run from its last checkpoint."""
     from hifo.agents.graph import RunError, resume_run
+    from hifo.agents.llm.replay import ReplayMismatch
     from hifo.sandbox import IsolationUnavailable
 
     try:
         path, summary = resume_run(run, on_event=_progress_printer())
     except (RunError, IsolationUnavailable) as exc:
         _fail(str(exc), 2)
+    except ReplayMismatch as exc:
+        _fail(_one_line(exc), 3)
     _print_summary(path, summary)
 
 
@@ -247,11 +261,14 @@ def evaluate(
 
 
 @app.command()
-def doctor(as_json: bool = typer.Option(False, "--json")) -> None:
-    """Which model backends, isolation layers and optional packages this machine has."""
+def doctor(as_json: bool = typer.Option(False, "--json"),
+           no_smoke: bool = typer.Option(False, "--no-smoke", help="skip the one-token test of the embedded model")
+           ) -> None:
+    """Which model backends, isolation layers and optional packages this machine has; how llama.cpp was
+    built, and whether the embedded model generates here (in a child process)."""
     from hifo.agents.report import doctor_report
 
-    rep = doctor_report()
+    rep = doctor_report(smoke=not no_smoke)
     if as_json:
         print(json.dumps(rep, indent=2, default=str))
         return

@@ -65,13 +65,16 @@ class CandidateEvaluator:
         if not self.instances:
             raise ValueError(f"instance set {instance_set!r} of {evaluator.name} is empty")
         self.executor = executor
+        self._jobs: dict[Future, Future] = {}  # outer (Score) future -> the executor's future, until done
 
     def submit(self, code: str, job_id: str = "") -> "Future[Score]":
         t0 = time.perf_counter()
         inner = self.executor.submit(make_job(self.evaluator, code, self.instances, job_id))
         outer: Future[Score] = Future()
+        self._jobs[outer] = inner
 
         def _done(f: Future) -> None:
+            self._jobs.pop(outer, None)
             try:
                 res = f.result()
                 score = score_result(self.evaluator, self.instances, res)
@@ -81,6 +84,16 @@ class CandidateEvaluator:
 
         inner.add_done_callback(_done)
         return outer
+
+    def cancel(self, future: "Future[Score]", reason: str = "cancelled") -> None:
+        """Stop a submitted evaluation: a queued job never starts; a running one is killed when the
+        executor can (``executor.cancel(future, reason)``), else left to finish while nobody waits."""
+        inner = self._jobs.get(future)
+        if inner is None or inner.cancel():
+            return
+        kill = getattr(self.executor, "cancel", None)
+        if kill is not None:
+            kill(inner, reason)
 
     def evaluate(self, code: str) -> Score:
         return self.submit(code).result()

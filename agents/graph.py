@@ -51,14 +51,11 @@ def _report_node(nodes: SearchNodes) -> Callable[[RunState], RunState]:
                                "objective": best.objective, "metrics": best.metrics}
             test_set = rt.config.test_set or rt.evaluator.default_test_set
             if test_set and test_set != rt.scorer.instance_set and not store.marker("tested"):
-                from hifo.agents.evaluation import CandidateEvaluator
-
-                tester = CandidateEvaluator(rt.evaluator, test_set, rt.scorer.executor)
-                s = tester.evaluate(best.code)
-                store.mark("tested", {"set": test_set, "score": s.to_dict()})
-                rt.emit("test", set=test_set, feasible=s.feasible, objective=s.objective, error=s.error)
+                _test_best(nodes, best, test_set)
             tested = store.marker("tested")
-            if tested:
+            if tested and "skipped" in tested:
+                summary["best"]["test"] = {"set": tested["set"], "skipped": tested["skipped"]}
+            elif tested:
                 summary["best"]["test"] = {"set": tested["set"], "objective": tested["score"]["objective"],
                                            "metrics": tested["score"]["metrics"], "error": tested["score"]["error"]}
         summary["principles_added"] = sum(len(store.marker(f"distilled:{g}") or [])
@@ -73,6 +70,33 @@ def _report_node(nodes: SearchNodes) -> Callable[[RunState], RunState]:
         return {}
 
     return report
+
+
+def _test_best(nodes: SearchNodes, best: Any, test_set: str) -> None:
+    """Score the best candidate on the test set, within what is left of the wall budget: skipped when
+    nothing is left, cancelled (and said so) when it runs out."""
+    from concurrent.futures import wait
+
+    from hifo.agents.evaluation import CandidateEvaluator
+
+    rt = nodes.rt
+    left = nodes.wall_left()
+    skipped = None
+    if left is not None and left <= 0:
+        skipped = f"{nodes._wall_reason()} before the test-set evaluation"
+    else:
+        tester = CandidateEvaluator(rt.evaluator, test_set, rt.scorer.executor)
+        fut = tester.submit(best.code, f"{best.id}-test")
+        if not wait([fut], timeout=left).done:
+            tester.cancel(fut, nodes._wall_reason())
+            skipped = f"{nodes._wall_reason()} during the test-set evaluation (cancelled after {left:.1f} s)"
+    if skipped:
+        rt.store.mark("tested", {"set": test_set, "skipped": skipped})
+        rt.emit("test", set=test_set, feasible=False, objective=None, error=f"skipped: {skipped}")
+        return
+    s = fut.result()
+    rt.store.mark("tested", {"set": test_set, "score": s.to_dict()})
+    rt.emit("test", set=test_set, feasible=s.feasible, objective=s.objective, error=s.error)
 
 
 def build_graph(nodes: SearchNodes):
@@ -96,10 +120,10 @@ def build_graph(nodes: SearchNodes):
 
 
 def _open_runtime(run_dir: Path, cfg: RunConfig, client: Any | None, executor: Any | None,
-                  on_event: Callable[[str, dict], None] | None) -> tuple[Runtime, Any]:
+                  on_event: Callable[[str, dict], None] | None, resume: bool = False) -> tuple[Runtime, Any]:
     from hifo.agents.evaluation import CandidateEvaluator
+    from hifo.agents.run_kb import open_run_kb
     from hifo.evaluators.registry import get_evaluator
-    from hifo.knowledge_base import KnowledgeBase, default_kb_path
 
     evaluator = get_evaluator(cfg.problem)
     train = cfg.train_set or evaluator.default_train_set
@@ -114,8 +138,8 @@ def _open_runtime(run_dir: Path, cfg: RunConfig, client: Any | None, executor: A
         client = make_client(cfg.model, cache_path=run_dir.parent / "llm_cache.sqlite" if cfg.llm_cache else None,
                              record_path=cfg.record, max_calls=cfg.max_calls, max_cost_usd=cfg.max_cost,
                              seed=cfg.seed)
-    kb = KnowledgeBase(cfg.kb or default_kb_path())
     store = RunStore(run_dir / "run.sqlite")
+    kb = open_run_kb(cfg, client, run_dir, store, resume)
     rt = Runtime(run_id=run_dir.name, run_dir=run_dir, config=cfg, evaluator=evaluator, client=client, kb=kb,
                  store=store, scorer=CandidateEvaluator(evaluator, train, executor),
                  on_event=on_event or (lambda k, d: None))
@@ -142,6 +166,16 @@ def _invoke(rt: Runtime, resume: bool) -> dict[str, Any]:
     finally:
         conn.close()
     return json.loads((rt.run_dir / "summary.json").read_text())
+
+
+def _mark_diverged(rt: Runtime, exc: Exception) -> None:
+    """A replay that left its cassette is over for good (a resume would diverge the same way): say so in
+    the run store, so `hifo runs` does not list it as running."""
+    from hifo.agents.llm.replay import ReplayMismatch
+
+    if isinstance(exc, ReplayMismatch):
+        rt.store.set_meta("status", "diverged")
+        rt.store.set_meta("stop_reason", " ".join(str(exc).split()))
 
 
 def _close(rt: Runtime) -> None:
@@ -174,9 +208,13 @@ def start_run(cfg: RunConfig, *, client: Any | None = None, executor: Any | None
     rt.store.set_meta("config", json.loads(cfg.model_dump_json()))
     rt.store.set_meta("isolation", isolation_report(cfg.isolation))
     rt.store.set_meta("status", "running")
-    rt.emit("start", run_dir=str(run_dir), problem=cfg.problem, model=cfg.model, pid=os.getpid())
+    rt.emit("start", run_dir=str(run_dir), problem=cfg.problem, model=cfg.model, pid=os.getpid(),
+            kb=rt.store.get_meta("kb"))
     try:
         return run_dir, _invoke(rt, resume=False)
+    except Exception as exc:
+        _mark_diverged(rt, exc)
+        raise
     finally:
         _close(rt)
 
@@ -188,11 +226,14 @@ def resume_run(run_dir: str | Path, *, client: Any | None = None, executor: Any 
     if not (run_dir / "config.json").exists():
         raise RunError(f"{run_dir} is not a hifo run directory (no config.json)")
     cfg = RunConfig.model_validate_json((run_dir / "config.json").read_text())
-    rt, executor = _open_runtime(run_dir, cfg, client, executor, on_event)
+    rt, executor = _open_runtime(run_dir, cfg, client, executor, on_event, resume=True)
     try:
         if rt.store.get_meta("status") == "finished" and (run_dir / "summary.json").exists():
             return run_dir, json.loads((run_dir / "summary.json").read_text())
         rt.emit("resume", pid=os.getpid(), evaluated=rt.store.count_evaluated())
         return run_dir, _invoke(rt, resume=True)
+    except Exception as exc:
+        _mark_diverged(rt, exc)
+        raise
     finally:
         _close(rt)

@@ -87,7 +87,7 @@ def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = Fal
                 console.print(m["content"], markup=False, highlight=False)
 
 
-def doctor_report() -> dict[str, dict[str, Any]]:
+def doctor_report(smoke: bool = True) -> dict[str, dict[str, Any]]:
     def has(mod: str) -> bool:
         return importlib.util.find_spec(mod) is not None
 
@@ -108,7 +108,15 @@ def doctor_report() -> dict[str, dict[str, Any]]:
                                                   ("ray", "ray"), ("elkai", "elkai")]}
     tools = {t: shutil.which(t) or "not found" for t in ("bwrap", "setpriv", "unshare")}
     from hifo.knowledge_base import default_kb_path
+    from hifo.agents.llm.smoke import build_info, smoke_test
 
-    return {"model backends": backends, "sandbox isolation": iso, "optional packages": optional,
+    # the one-token generation runs in a child process: a llama.cpp crash is reported, not inherited
+    embedded = build_info()
+    test = smoke_test() if smoke else {"ok": None, "result": "skipped (--no-smoke)"}
+    embedded.update({"smoke test": test["result"], "smoke test ok": test["ok"]})
+    if test.get("system_info"):
+        embedded["system info"] = test["system_info"]
+    return {"model backends": backends, "embedded model (llama.cpp)": embedded,
+            "sandbox isolation": iso, "optional packages": optional,
             "system tools": tools, "paths": {"knowledge base": str(default_kb_path()),
                                              "runs": str(default_runs_dir().resolve())}}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypedDict
@@ -30,6 +30,14 @@ from hifo.agents.prompting import (LLM_OPERATORS, N_PARENTS, ParentView, link_ve
 from hifo.agents.rundb import CandidateRow, RunStore
 from hifo.evaluators.base import Evaluator
 from hifo.knowledge_base import KnowledgeBase, contrast_principles, gain_scale, offspring_gain
+
+
+class WallTimeSpent(BudgetExceeded):
+    """The run's wall-clock budget (``max_wall_s``) is spent: no new model call or evaluation starts."""
+
+
+def _stop_reason(exc: BudgetExceeded) -> str:
+    return str(exc) if isinstance(exc, WallTimeSpent) else f"model budget spent: {exc}"
 
 
 class RunState(TypedDict, total=False):
@@ -87,6 +95,13 @@ class SearchNodes:
 
     def wall_used(self) -> float:
         return float(self.rt.store.get_meta("wall_before", 0.0)) + (time.time() - self.rt.started)
+
+    def wall_left(self) -> float | None:
+        """Seconds left of ``max_wall_s`` (None without one); every node that waits bounds its wait by it."""
+        return None if self.cfg.max_wall_s is None else self.cfg.max_wall_s - self.wall_used()
+
+    def _wall_reason(self) -> str:
+        return f"wall-time budget ({self.cfg.max_wall_s:g} s) spent"
 
     # ---- nodes -------------------------------------------------------------------------------
     def seed(self, state: RunState) -> RunState:
@@ -152,6 +167,9 @@ class SearchNodes:
         return plan
 
     def _call(self, messages: list[dict], seed: int, stop: list[str]) -> Any:
+        left = self.wall_left()
+        if left is not None and left <= 0:
+            raise WallTimeSpent(self._wall_reason())
         return self.rt.client.complete(messages, n=1, temperature=self.cfg.temperature, seed=seed,
                                        max_tokens=self.cfg.max_tokens, stop=stop or None)[0]
 
@@ -170,16 +188,23 @@ class SearchNodes:
         stop_reason = None
         replies: dict[int, Any] = {}
         workers = 1 if self.style == "completion" else min(8, max(1, len(prompts)))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
             futs = {pool.submit(self._call, pr.messages, self.cfg.seed * 100_003 + gen * 1_009 + i, pr.stop): i
                     for i, pr in enumerate(prompts)}
-            for f in as_completed(futs):
+            for f in as_completed(futs, timeout=self.wall_left()):
                 try:
                     replies[futs[f]] = f.result()
                 except BudgetExceeded as exc:
-                    stop_reason = f"model budget spent: {exc}"
+                    stop_reason = _stop_reason(exc)
                 except LLMError as exc:
                     replies[futs[f]] = exc
+        except TimeoutError:
+            # the wall budget ran out with calls in flight: stop waiting for them (a call cannot be
+            # interrupted; its thread finishes on its own and its reply is dropped)
+            stop_reason = self._wall_reason()
+        finally:
+            pool.shutdown(wait=stop_reason is None, cancel_futures=True)
         seen: set[str] = set()
         n_ok = 0
         for i, ((op, parents), pr) in enumerate(zip(plan, prompts)):
@@ -252,16 +277,41 @@ class SearchNodes:
                 store.db.execute("UPDATE candidates SET status='invalid', error='not evaluated: evaluation budget "
                                  "spent' WHERE id=?", (c.id,))
             pending = pending[:room]
+        left = self.wall_left()
+        if left is not None and left <= 0:
+            pending, late = [], pending
+        else:
+            late = []
         futs = {self.rt.scorer.submit(c.code, c.id): c for c in pending}
         done = 0
-        for f in as_completed(futs):
-            c = futs[f]
-            score = f.result()
-            store.record_score(c.id, score.to_dict())
-            done += 1
-            self.rt.emit("evaluated", generation=c.generation, id=c.id, operator=c.operator, feasible=score.feasible,
-                         objective=score.objective, error=score.error, done=done, total=len(futs))
-        return {"evaluations": store.count_evaluated()}
+        waiting = set(futs)
+        while waiting:
+            finished, waiting = wait(waiting, timeout=self.wall_left(), return_when=FIRST_COMPLETED)
+            for f in sorted(finished, key=lambda f: futs[f].id):
+                c = futs[f]
+                score = f.result()
+                store.record_score(c.id, score.to_dict())
+                done += 1
+                self.rt.emit("evaluated", generation=c.generation, id=c.id, operator=c.operator,
+                             feasible=score.feasible, objective=score.objective, error=score.error, done=done,
+                             total=len(futs))
+            left = self.wall_left()
+            if waiting and left is not None and left <= 0:
+                # the wall budget is spent: cancel what is queued, kill what runs, keep what finished
+                for f in waiting:
+                    self.rt.scorer.cancel(f, self._wall_reason())
+                late += [futs[f] for f in waiting]
+                waiting = set()
+        for c in late:  # left pending they would be evaluated by a resume; the run is over, so say why
+            store.db.execute("UPDATE candidates SET status='invalid', error=? WHERE id=?",
+                             (f"not evaluated: {self._wall_reason()}", c.id))
+        out: RunState = {"evaluations": store.count_evaluated()}
+        if cap is not None and out["evaluations"] >= cap and not state.get("stop_reason"):
+            out["stop_reason"] = f"evaluation budget ({cap}) spent"  # the model is asked nothing more
+        if late:
+            self.rt.emit("budget", reason=self._wall_reason(), cancelled=[c.id for c in late])
+            out["stop_reason"] = self._wall_reason()
+        return out
 
     def select(self, state: RunState) -> RunState:
         gen, store = state["generation"], self.rt.store
@@ -331,7 +381,8 @@ class SearchNodes:
             p = kb.add(text, tags=list(tags), problem=self.ev.name, source="contrast",
                        provenance={"run_id": run, "generation": gen, "candidate_ids": ids})
             added.append(p.id)
-        if self.cfg.distill and elites and self._model_principles():
+        # a run that is stopping (a budget spent) asks the model nothing more
+        if self.cfg.distill and elites and self._model_principles() and not state.get("stop_reason"):
             pr = render_distill(self.style, evaluator=self.ev, elites=[_view(c) for c in elites[:3]],
                                 weak=[(c.code, c.error or f"{self.ev.primary_metric} = {c.objective}")
                                       for c in weak[-2:] if c.code])
@@ -347,7 +398,7 @@ class SearchNodes:
             except BudgetExceeded as exc:
                 self.rt.emit("budget", reason=str(exc))
                 store.mark(f"distilled:{gen}", added)
-                return {"generation": gen + 1, "stop_reason": f"model budget spent: {exc}"}
+                return {"generation": gen + 1, "stop_reason": _stop_reason(exc)}
             except LLMError as exc:
                 self.rt.emit("distill_failed", generation=gen, error=str(exc))
         store.mark(f"distilled:{gen}", added)

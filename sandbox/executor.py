@@ -57,6 +57,14 @@ class _Base:
         self.shutdown(wait=True, cancel_futures=exc_info[0] is not None)  # type: ignore[attr-defined]
 
 
+class _Tracked:
+    """The kill handles of one submitted job, and why it was cancelled (if it was)."""
+
+    def __init__(self) -> None:
+        self.handles: list[JobHandle] = []
+        self.reason: str | None = None
+
+
 class LocalExecutor(_Base):
     """Run jobs in parallel on this machine, each in its own isolated child process.
 
@@ -67,7 +75,8 @@ class LocalExecutor(_Base):
     resolved once, at construction. ``warm``: fork candidates from warm workers that have
     imported the solver's module (and ``Job.preload``) already; ``pool``: the
     :class:`~sandbox.WarmPool` to take them from (default: one shared by the process).
-    A job not yet started can be cancelled with ``future.cancel()``;
+    A job not yet started can be cancelled with ``future.cancel()``; ``cancel(future, reason)``
+    also kills a running one;
     ``shutdown(cancel_futures=True)`` also kills the candidates already running (their results
     say ``"cancelled: executor shut down"``). Each job's deadline is ``job.limits.timeout_s``.
     """
@@ -80,14 +89,39 @@ class LocalExecutor(_Base):
         self._warm_pool = (pool or default_pool()) if warm else None
         self._pool = ThreadPoolExecutor(self.max_workers, thread_name_prefix="hifo-sandbox")
         self._running: set[JobHandle] = set()
+        self._tracked: dict[Future, _Tracked] = {}
         self._lock = threading.Lock()
         self._closing = False
 
     def submit(self, job: Job) -> Future[SandboxResult]:
-        return self._pool.submit(self._run_tracked, job)
+        tracked = _Tracked()
+        future = self._pool.submit(self._run_tracked, job, tracked)
+        with self._lock:
+            self._tracked[future] = tracked
+        future.add_done_callback(self._forget)
+        return future
 
-    def _run_tracked(self, job: Job) -> SandboxResult:
-        handles: list[JobHandle] = []
+    def _forget(self, future: Future) -> None:
+        with self._lock:
+            self._tracked.pop(future, None)
+
+    def cancel(self, future: Future, reason: str = "cancelled") -> bool:
+        """Cancel one job: a queued one never starts, a running one is killed (its result says
+        ``reason``). False when it had already finished."""
+        if future.cancel():
+            return True
+        with self._lock:
+            tracked = self._tracked.get(future)
+            if tracked is None:
+                return False
+            tracked.reason = reason  # a job between its start and its handle is killed as it starts
+            handles = list(tracked.handles)
+        for handle in handles:
+            handle.kill(reason)
+        return True
+
+    def _run_tracked(self, job: Job, tracked: "_Tracked") -> SandboxResult:
+        handles = tracked.handles
 
         def on_start(handle: JobHandle) -> None:
             with self._lock:
@@ -95,6 +129,8 @@ class LocalExecutor(_Base):
                 handles.append(handle)
                 if self._closing:
                     handle.kill("executor shut down")
+                elif tracked.reason is not None:
+                    handle.kill(tracked.reason)
 
         try:
             return _run(job, on_start, self.plan, self._warm_pool)

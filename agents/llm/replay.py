@@ -3,7 +3,9 @@ tests need no network; plus :class:`ScriptedClient`, a fake model for tests.
 
 A cassette is one JSON object per line: a ``header`` line (model, style) each time a recorder opens
 it, then one ``call`` line per request with the canonical request, its key, and either the completions
-the caller received or the error it got.
+the caller received or the error it got. A recorded search also writes one ``kb_snapshot`` line: the
+knowledge base as the run read it, which its replay uses instead of the live store
+(:mod:`hifo.agents.run_kb`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ class RecordingClient(Wrapper):
             self._fh.flush()
             os.fsync(self._fh.fileno())
 
+    def write_kb_snapshot(self, snapshot: dict[str, Any]) -> None:
+        """Store the knowledge base the recorded run starts from (``clock`` and ``export``)."""
+        self._write({"type": "kb_snapshot", "ts": time.time(), **snapshot})
+
     def complete(self, messages: list[Message], n: int = 1, temperature: float = 1.0, seed: int | None = None,
                  max_tokens: int = 512, stop: list[str] | None = None) -> list[Completion]:
         req = canonical_request(messages, n, temperature, seed, max_tokens, stop)
@@ -81,6 +87,7 @@ class ReplayClient:
             raise FileNotFoundError(f"replay cassette not found: {self.path}")
         self.strict, self.fallback = strict, fallback
         self.model, self.style = "replay", "chat"
+        self.kb_snapshot: dict[str, Any] | None = None  # the first recording's, like the header
         self._entries: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._used: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
@@ -97,6 +104,8 @@ class ReplayClient:
                     break  # a torn last line from a killed recorder: everything before it is good
                 if obj.get("type") == "header" and not header_seen:
                     self.model, self.style, header_seen = obj.get("model", "replay"), obj.get("style", "chat"), True
+                elif obj.get("type") == "kb_snapshot" and self.kb_snapshot is None:
+                    self.kb_snapshot = obj
                 elif obj.get("type") == "call":
                     self._entries[obj["key"]].append(obj)
 

@@ -55,3 +55,27 @@ def fake_model():
 @pytest.fixture
 def make_fake_model():
     return FakeModel
+
+
+@pytest.fixture
+def fake_backend(monkeypatch):
+    """``fake_backend(model)``: from now on ``hifo run --model PROVIDER/NAME`` gets ``model`` wrapped as a real
+    backend is (recorder, default seed, call/cost budget from the flags); ``replay:`` specs go through the
+    real factory."""
+    from hifo.agents.llm import factory
+
+    real = factory.make_client
+
+    def install(model):
+        def make_client(spec, *, cache_path=None, record_path=None, max_calls=None, max_cost_usd=None, seed=None,
+                        **kw):
+            if spec.startswith("replay:"):
+                return real(spec, cache_path=cache_path, record_path=record_path, max_calls=max_calls,
+                            max_cost_usd=max_cost_usd, seed=seed, **kw)
+            return factory.wrap_client(model, record_path=record_path, max_calls=max_calls,
+                                       max_cost_usd=max_cost_usd, seed=seed)
+
+        monkeypatch.setattr(factory, "make_client", make_client)
+        return model
+
+    return install

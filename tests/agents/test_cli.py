@@ -27,7 +27,7 @@ def test_help_is_fast_and_lists_commands():
     for cmd in ("run", "resume", "runs", "show", "problems", "evaluate", "principles", "doctor"):
         assert cmd in out.stdout
     assert elapsed < 5.0  # about 0.3 s here; generous for a loaded CI machine
-    probe = subprocess.run([sys.executable, "-c", "import sys, agents.cli; print(sorted(m for m in "
+    probe = subprocess.run([sys.executable, "-c", "import sys, hifo.agents.cli; print(sorted(m for m in "
                             "('langgraph', 'litellm', 'llama_cpp', 'numpy', 'torch') if m in sys.modules))"],
                            capture_output=True, text=True, timeout=60)
     assert probe.stdout.strip() == "[]", probe.stdout
@@ -90,8 +90,12 @@ def test_run_show_runs_resume_with_a_replayed_model(tmp_path, fake_model, monkey
     assert res.exit_code == 0 and "foresight timeline" in res.output
     res = runner.invoke(app, ["resume", str(run_dir)])
     assert res.exit_code == 0  # finished: prints its summary again
-    res = runner.invoke(app, ["principles", "list", "--kb", str(tmp_path / "kb.sqlite"), "--json"])
+    # a replay works on the recording's knowledge-base snapshot, in its run directory; the store named
+    # by --kb is not written to
+    res = runner.invoke(app, ["principles", "list", "--kb", str(run_dir / "knowledge.sqlite"), "--json"])
     assert res.exit_code == 0 and json.loads(res.output)
+    res = runner.invoke(app, ["principles", "list", "--kb", str(tmp_path / "kb.sqlite"), "--json"])
+    assert res.exit_code == 0 and json.loads(res.output) == []
 
 
 def _toml(tmp_path: Path) -> Path:
@@ -112,10 +116,14 @@ def test_run_rejects_bad_input(tmp_path):
 
 
 def test_doctor_json():
-    res = runner.invoke(app, ["doctor", "--json"])
+    res = runner.invoke(app, ["doctor", "--json", "--no-smoke"])
     assert res.exit_code == 0
     rep = json.loads(res.output)
-    assert {"model backends", "sandbox isolation", "optional packages"} <= set(rep)
+    assert {"model backends", "sandbox isolation", "optional packages", "embedded model (llama.cpp)"} <= set(rep)
+    llama = rep["embedded model (llama.cpp)"]
+    assert llama["smoke test"].startswith("skipped")
+    if llama["installed"]:
+        assert llama["version"] and llama["build flags"]
 
 
 @pytest.mark.model
@@ -128,4 +136,18 @@ def test_real_embedded_model_runs_a_tiny_search(tmp_path):
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["model_usage"]["calls"] >= 3 and summary["model_usage"]["completion_tokens"] > 0
-    assert summary["best"]["objective"] <= summary["baselines"]["best_fit"] + 1e-9
+    # what the model must achieve (the best score alone proves nothing: the baselines are seeded).
+    # Measured with --seed 1: all 5 offspring passed the static checks and were scored, 1 was feasible.
+    from hifo.agents.rundb import RunStore
+
+    store = RunStore(tmp_path / "run" / "run.sqlite")
+    try:
+        offspring = store.candidates("operator NOT IN ('baseline', 'hyper')")
+    finally:
+        store.close()
+    assert len(offspring) == summary["model_usage"]["calls"]  # one candidate per reply, parsed or not
+    scored = [c for c in offspring if c.status == "evaluated"]
+    assert scored, [(c.id, c.status, c.error) for c in offspring]  # valid Python, run in the sandbox
+    assert all(c.feasible or c.error for c in scored)
+    tokens_per_s = summary["model_usage"]["completion_tokens"] / sum(c.usage["latency_s"] for c in offspring)
+    assert tokens_per_s >= 1.0, tokens_per_s  # measured 7.4 (load and prompts included) at load average 9

@@ -98,3 +98,22 @@ def test_each_job_keeps_its_own_deadline_on_a_shared_worker():
         assert slow.result().status == "timeout" and quick.result().ok
     assert pool.started == 1 and pool.reused == 1  # the timed-out candidate's worker served the next one
     pool.close()
+
+
+def test_cancel_one_job_kills_it_while_it_runs_and_spares_the_others():
+    executor = LocalExecutor(max_workers=2)
+    try:
+        doomed = executor.submit(make_job(SLEEPY, instances=[30], timeout_s=60.0))
+        other = executor.submit(make_job(SLEEPY, instances=[1.0], timeout_s=60.0))
+        queued = executor.submit(make_job(SLEEPY, instances=[30], timeout_s=60.0))
+        time.sleep(0.5)
+        started = time.monotonic()
+        assert executor.cancel(queued, "not needed") and queued.cancelled()
+        assert executor.cancel(doomed, "wall-time budget spent")
+        res = doomed.result(timeout=20)
+        assert time.monotonic() - started < 10
+        assert not res.ok and "wall-time budget spent" in (res.error or "")
+        assert other.result(timeout=20).ok
+        assert not executor.cancel(other)  # finished: nothing to cancel
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)

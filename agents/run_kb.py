@@ -1,0 +1,100 @@
+"""Which knowledge base a run reads and writes, so that a recorded run replays exactly.
+
+A run's prompts depend on what the knowledge base recalls, and recall depends on the store's contents and
+on its clock (recency). The documented use — ``hifo run --record c.jsonl`` and then
+``hifo run --model replay:c.jsonl``, both on the shared knowledge base — would otherwise replay against a
+store the recording itself has changed. So:
+
+* a **recording** run writes a ``kb_snapshot`` line into its cassette before the search starts: every
+  principle of the store as it was read (the ``hifo principles export`` document) and the clock value
+  the run uses; that run's knowledge-base clock is frozen at that value, so the timestamps and recency
+  it computes do not depend on when it ran;
+* a **replay** of a cassette with a snapshot works on a private copy of that snapshot in its run
+  directory (``RUN_DIR/knowledge.sqlite``) with the same frozen clock, and never writes into the shared
+  store: a replay is a reproduction, not new evidence about principles;
+* a cassette without a snapshot (recorded before snapshots existed, or by hand) replays against the
+  configured store, with a warning that it may diverge.
+
+Limit: a recording is exact only if no other run writes the same shared store while it runs (the snapshot
+is taken once, at the start).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from hifo.agents.config import RunConfig
+from hifo.agents.rundb import RunStore
+from hifo.knowledge_base import KnowledgeBase, default_kb_path
+
+log = logging.getLogger(__name__)
+PRIVATE_KB = "knowledge.sqlite"
+
+
+def find_in_chain(client: Any, cls: type) -> Any:
+    """The first wrapper or backend of type ``cls`` in a client chain (wrappers keep theirs in ``inner``)."""
+    seen = 0
+    while client is not None and seen < 32:
+        if isinstance(client, cls):
+            return client
+        client, seen = getattr(client, "inner", None), seen + 1
+    return None
+
+
+def export_document(kb: KnowledgeBase) -> dict[str, Any]:
+    """The store as its JSON export document (all principles, statuses and provenance)."""
+    with tempfile.TemporaryDirectory(prefix="hifo-kb-") as tmp:
+        path = Path(tmp) / "export.json"
+        kb.export_json(path)
+        return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _frozen(t: float):
+    return lambda: t
+
+
+def open_run_kb(cfg: RunConfig, client: Any, run_dir: Path, store: RunStore, resume: bool) -> KnowledgeBase:
+    """The knowledge base of this run (see the module docstring); notes its choice in the run store's
+    ``kb`` meta entry."""
+    from hifo.agents.llm.replay import RecordingClient, ReplayClient
+
+    shared = Path(cfg.kb).expanduser() if cfg.kb else default_kb_path()
+    replay, recorder = find_in_chain(client, ReplayClient), find_in_chain(client, RecordingClient)
+    if replay is not None and replay.kb_snapshot is not None:
+        snap = replay.kb_snapshot
+        private = run_dir / PRIVATE_KB
+        if not resume or not private.exists():
+            doc_path = run_dir / "kb_snapshot.json"
+            doc_path.write_text(json.dumps(snap["export"]), encoding="utf-8")
+            private.unlink(missing_ok=True)
+            with KnowledgeBase(private) as fresh:
+                fresh.import_json(doc_path)
+            if recorder is not None:  # re-recording a replay: the new cassette starts from the same store
+                recorder.write_kb_snapshot({k: snap[k] for k in ("clock", "kb_path", "export") if k in snap})
+        store.set_meta("kb", {"path": str(private), "source": f"snapshot in {replay.path}",
+                              "principles": len(snap["export"].get("principles", [])), "clock": snap["clock"]})
+        return KnowledgeBase(private, clock=_frozen(float(snap["clock"])))
+    if replay is not None:
+        msg = (f"replay cassette {replay.path} holds no knowledge-base snapshot: recall reads {shared} as it is "
+               "now, so the replay matches the recording only if that store is unchanged since then")
+        log.warning(msg)
+        store.set_meta("kb", {"path": str(shared), "source": "live (no snapshot in the cassette)", "warning": msg})
+        return KnowledgeBase(shared)
+    if recorder is not None:
+        kb_meta = store.get_meta("kb") if resume else None
+        if kb_meta and "clock" in kb_meta:
+            return KnowledgeBase(shared, clock=_frozen(float(kb_meta["clock"])))
+        clock = time.time()
+        kb = KnowledgeBase(shared, clock=_frozen(clock))
+        export = export_document(kb)
+        recorder.write_kb_snapshot({"clock": clock, "kb_path": str(shared), "export": export})
+        store.set_meta("kb", {"path": str(shared), "source": "live, snapshot recorded in the cassette",
+                              "principles": len(export.get("principles", [])), "clock": clock})
+        return kb
+    store.set_meta("kb", {"path": str(shared), "source": "live"})
+    return KnowledgeBase(shared)

@@ -1,0 +1,68 @@
+"""Crash containment for tests that load native code at risk.
+
+A test marked ``native`` (every ``model`` test is, automatically: they load llama.cpp) runs in a child
+pytest process of its own. A segfault there (llama.cpp's AMX kernels on some CPUs, llama.cpp #20824)
+fails that one test, naming the signal, instead of killing the whole run before pytest's summary line.
+The parent still sets up the test's fixtures (cheap ones here); only the call runs in the child.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+CHILD_ENV = "HIFO_TEST_CHILD"
+CHILD_TIMEOUT_S = 1200
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "native: loads native code that may crash (llama.cpp); runs in a child "
+                                       "process so a crash fails this test only, with its signal named")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("model") is not None and item.get_closest_marker("native") is None:
+            item.add_marker(pytest.mark.native)
+
+
+def signal_name(returncode: int) -> str:
+    try:
+        return f"{signal.Signals(-returncode).name} (signal {-returncode})"
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def run_in_child(nodeid: str, rootdir: str, timeout_s: float = CHILD_TIMEOUT_S) -> None:
+    """Run one test in a child pytest; turn its outcome into this test's (pass, skip or fail)."""
+    cmd = [sys.executable, "-m", "pytest", nodeid, "-q", "-rs", "--no-header", "-p", "no:cacheprovider"]
+    try:
+        proc = subprocess.run(cmd, cwd=rootdir, env={**os.environ, CHILD_ENV: "1"}, capture_output=True, text=True,
+                              timeout=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"{nodeid}: its child process did not finish within {timeout_s:.0f} s\n"
+                    f"{(exc.stdout or b'')[-3000:]!r}", pytrace=False)
+    out = (proc.stdout + proc.stderr)[-6000:]
+    if proc.returncode < 0:
+        pytest.fail(f"{nodeid}: the test process crashed with {signal_name(proc.returncode)} "
+                    f"(native code; the rest of the suite goes on)\n--- child output ---\n{out}", pytrace=False)
+    if proc.returncode == 0:
+        skipped = re.search(r"SKIPPED \[\d+\] [^\n]*?: (.*)", proc.stdout)
+        if skipped and not re.search(r"\b\d+ passed", proc.stdout):
+            pytest.skip(skipped.group(1))
+        return
+    pytest.fail(f"{nodeid}: failed in its child process (exit {proc.returncode})\n--- child output ---\n{out}",
+                pytrace=False)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    if pyfuncitem.get_closest_marker("native") is None or os.environ.get(CHILD_ENV):
+        return None
+    run_in_child(pyfuncitem.nodeid, str(pyfuncitem.config.rootpath))
+    return True
