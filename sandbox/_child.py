@@ -56,9 +56,19 @@ def spare_main(sock: socket.socket, config: dict[str, Any], zygote_pid: int) -> 
         if os.getppid() != zygote_pid:
             os._exit(70)
         body, fds = _wire.recv(sock)
+        job = pickle.loads(body)
     except BaseException:
         os._exit(71)
-    run_candidate(pickle.loads(body), fds, sock, config)
+    if config.get("nest"):  # own pid + mount namespace, fresh capped /tmp (see _nest)
+        from . import _nest
+
+        try:
+            _nest.enter(job, config)  # returns in the candidate only
+        except BaseException as exc:
+            global _CANDIDATE_PID
+            _CANDIDATE_PID = os.getpid()
+            _finish(fds[3], sock, "error", [], f"sandbox setup failed: private namespaces: {_execute.one_line(exc)}")
+    run_candidate(job, fds, sock, config)
 
 
 _CANDIDATE_PID = 0  # the process the zygote forked; its forks must not report a result
