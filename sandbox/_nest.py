@@ -64,10 +64,11 @@ def enter(job: dict[str, Any], config: dict[str, Any]) -> None:
     libc = _libc()
     disk = int(config["nest"]["disk_bytes"])
     keep = [p for p in config["nest"].get("rebind", ()) if os.path.exists(p)]
-    held = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in keep}  # code under /tmp, bound back below
+    _check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID), "unshare(CLONE_NEWNS | CLONE_NEWPID)")
+    mount(libc, None, "/", None, MS_REC | MS_PRIVATE, None)
+    # code under /tmp (a checkout there), held open in *this* mount namespace and bound back below
+    held = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in keep}
     try:
-        _check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID), "unshare(CLONE_NEWNS | CLONE_NEWPID)")
-        mount(libc, None, "/", None, MS_REC | MS_PRIVATE, None)
         caps = (("/tmp", disk), ("/dev/shm", min(disk, SHM_CAP)), ("/var/tmp", min(disk, VAR_TMP_CAP)))
         for path, size in caps:
             if path in config["nest"]["dirs"]:
