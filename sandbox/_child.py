@@ -160,7 +160,7 @@ def apply_nproc(limits: dict[str, Any], sandbox_uid: int | None) -> None:
         return
     allowed = int(limits["max_processes"])
     if sandbox_uid is None:
-        allowed += tasks_of_user(os.getuid())
+        allowed += int(limits.get("user_tasks") or tasks_of_user(os.getuid()))  # counted before _nest hid them
     _lower(resource.RLIMIT_NPROC, allowed)
 
 

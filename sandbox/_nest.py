@@ -9,12 +9,13 @@ config). The pre-forked spare (:func:`hifo.sandbox._child.spare_main`), once it 
    worker had one, ``/var/tmp``): what the previous candidate of the same worker wrote is not
    there, and nothing this candidate writes is left for the next one; code that lives under
    ``/tmp`` (a checkout there) is bound back read-only;
-3. forks the candidate, which is pid 1 of its own pid namespace: it cannot see or signal the
-   worker, the spare or anything outside (``kill(-1)``, ``kill(0)`` and ``getppid()`` reach only
-   its own namespace; it starts its own session so its process group holds nothing outside);
-   when it ends the kernel kills whatever it left in the namespace;
-4. the spare only waits for it and mirrors its exit (code or signal) so the worker's wait4 sees
-   the candidate's status and CPU time.
+3. forks a tiny init (pid 1 of the new pid namespace), which forks the candidate (pid 2): it
+   cannot see or signal the worker, the spare or anything outside (``kill(-1)``, ``kill(0)`` and
+   ``getppid()`` reach only its own namespace; it starts its own session so its process group
+   holds nothing outside; the kernel ignores its signals to pid 1); when it ends, init exits
+   and the kernel kills whatever it left in the namespace;
+4. the spare waits and mirrors the candidate's exit (code or signal) so the worker's wait4
+   sees the candidate's status and CPU time (each level reaped its child).
 
 The candidate then drops every capability (as an ordinary user the worker holds
 ``CAP_SYS_ADMIN`` of bubblewrap's user namespace, needed for step 1-2; as root the switch to a
@@ -31,7 +32,7 @@ import signal
 from typing import Any
 
 CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
-MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE, MS_RDONLY, MS_REMOUNT = 2, 4, 4096, 16384, 1 << 18, 1, 32
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE, MS_RDONLY, MS_REMOUNT = 2, 4, 8, 4096, 16384, 1 << 18, 1, 32
 PR_SET_PDEATHSIG, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 1, 47, 4
 _CAP_V3 = 0x20080522
 SHM_CAP = 64 * 1024 * 1024
@@ -88,35 +89,88 @@ def enter(job: dict[str, Any], config: dict[str, Any]) -> None:
     os.makedirs(workdir, 0o700, exist_ok=True)
     if job.get("uid") is not None:
         os.chown(workdir, job["uid"], job["uid"])
-    pid = os.fork()
-    if pid == 0:  # pid 1 of the new namespace: the candidate
+    if job.get("uid") is None:  # RLIMIT_NPROC counts all the user's tasks: count them while we still see them
+        from ._child import tasks_of_user
+
+        job["limits"]["user_tasks"] = tasks_of_user(os.getuid())
+    read_fd, write_fd = os.pipe()
+    init = os.fork()
+    if init == 0:  # pid 1 of the new namespace: a tiny init, the candidate's parent
         try:
-            os.setsid()
+            os.close(read_fd)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)  # unhandled: a candidate cannot interrupt it
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if job.get("uid") is None:
-                drop_capabilities(libc)  # root drops them with its switch to the sandbox uid
-        except BaseException:
-            os._exit(72)
-        return
-    _mirror(pid)
+            # a /proc of this namespace: the candidate sees no process of the worker or the host
+            mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+            candidate = os.fork()
+        except BaseException as exc:
+            os.write(2, f"hifo sandbox: private namespace init failed: {exc}\n".encode())
+            os._exit(74)
+        if candidate == 0:  # pid 2: the candidate
+            try:
+                os.close(write_fd)
+                os.setsid()
+                libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+                if job.get("uid") is None:
+                    drop_capabilities(libc)  # root drops them with its switch to the sandbox uid
+            except BaseException:
+                os._exit(72)
+            return
+        _init(candidate, write_fd, libc, job.get("uid") is None)
+    os.close(write_fd)
+    _mirror(init, read_fd)
 
 
-def _mirror(pid: int) -> None:
-    """Wait for the candidate and leave exactly as it did."""
+def _init(candidate: int, write_fd: int, libc: Any, drop: bool) -> None:
+    """pid 1: reap whatever is orphaned to us until the candidate ends, hand its raw wait status
+    to the spare, exit (the kernel then kills everything left in the namespace). The candidate
+    being pid 2, not 1, keeps the kernel's signals (SIGXCPU, SIGXFSZ, ...) fatal to it."""
+    try:
+        if drop:
+            drop_capabilities(libc)
+        status = 0
+        while True:
+            try:
+                pid, status = os.waitpid(-1, 0)
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                break
+            if pid == candidate:
+                break
+        os.write(write_fd, int(status).to_bytes(4, "little"))
+    finally:
+        os._exit(0)
+
+
+def _mirror(init: int, read_fd: int) -> None:
+    """Wait for the namespace's init and leave exactly as the candidate did."""
+    data = b""
+    while len(data) < 4:
+        try:
+            chunk = os.read(read_fd, 4 - len(data))
+        except InterruptedError:
+            continue
+        if not chunk:
+            break
+        data += chunk
     while True:
         try:
-            _, status = os.waitpid(pid, 0)
+            _, status = os.waitpid(init, 0)
             break
         except InterruptedError:
             continue
         except ChildProcessError:
             os._exit(73)
+    if len(data) == 4:
+        status = int.from_bytes(data, "little")
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL) if sig not in (signal.SIGKILL, signal.SIGSTOP) else None
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)
-    os._exit(os.waitstatus_to_exitcode(status))
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 75)
 
 
 class _CapHeader(ctypes.Structure):

@@ -83,7 +83,16 @@ def test_hostile_and_private_tests_pass_as_an_ordinary_user(as_user):
     tests = ["tests/sandbox/test_private.py", "tests/sandbox/test_hostile.py"]
     code = ("import pytest\nsys.exit(pytest.main(['-x', '-q', '-p', 'no:cacheprovider', '-rs', "
             f"'--rootdir', {str(REPO / 'tests' / 'sandbox')!r}, '-c', '/dev/null', *{tests!r}]))\n")
-    done = as_user(code)
+    planted = REPO / ".env"  # a readable .env in the checkout, as an ordinary user's would be
+    created = not planted.exists()
+    if created:
+        planted.write_text("OPENAI_API_KEY=sk-test-planted-in-dotenv-0123456789\n")
+        planted.chmod(0o644)
+    try:
+        done = as_user(code)
+    finally:
+        if created:
+            planted.unlink()
     report = done.stdout[-4000:] + done.stderr[-2000:]
     assert done.returncode == 0, report
     assert " passed" in done.stdout and "SKIPPED" not in done.stdout, report  # nothing skipped as a user
