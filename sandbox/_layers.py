@@ -250,10 +250,10 @@ def userns_diagnosis(bwrap_error: str, read: Any = _sysctl) -> str | None:
     if read("user.max_user_namespaces") == "0":
         return (f"{head}: user.max_user_namespaces=0; fix: `sudo sysctl -w user.max_user_namespaces=15000` "
                 "(persist it in /etc/sysctl.d/)")
-    return (f"{head} (nested sandbox, container or security policy: "
-            "kernel.apparmor_restrict_unprivileged_userns, kernel.unprivileged_userns_clone and "
-            "user.max_user_namespaces allow them here); fix: allow user namespaces for this user or "
-            "container (e.g. docker --security-opt seccomp=unconfined / apparmor=unconfined), or run as root")
+    return (f"{head}, though `sysctl kernel.apparmor_restrict_unprivileged_userns kernel.unprivileged_userns_clone "
+            "user.max_user_namespaces` allow them: a container or an enclosing sandbox forbids them; fix: allow "
+            "user namespaces there (e.g. docker run --security-opt seccomp=unconfined --security-opt "
+            "apparmor=unconfined), or run hifo as root (the `unshare` launcher)")
 
 
 BWRAP_PROBE = ("--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc",
