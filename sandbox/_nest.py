@@ -73,7 +73,7 @@ def enter(job: dict[str, Any], config: dict[str, Any]) -> None:
         caps = (("/tmp", disk), ("/dev/shm", min(disk, SHM_CAP)), ("/var/tmp", min(disk, VAR_TMP_CAP)))
         for path, size in caps:
             if path in config["nest"]["dirs"]:
-                mount(libc, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+                mount(libc, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0755")
         for path, fd in held.items():
             if os.path.isdir(f"/proc/self/fd/{fd}"):
                 os.makedirs(path, exist_ok=True)
