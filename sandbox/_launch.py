@@ -77,9 +77,19 @@ def bwrap_args(spec: ZygoteSpec, is_root: bool) -> list[str]:
     else:  # CAP_SYS_ADMIN of its own user namespace: the worker mounts each candidate's private /tmp
         args += ["--unshare-user", "--disable-userns", "--cap-add", "CAP_SYS_ADMIN"]
     system = [os.path.realpath(d) for d in SYSTEM_DIRS if os.path.isdir(d)]
-    for path in _under("/", spec.ro_paths):
-        if not any(path == d or path.startswith(d + os.sep) for d in system):
-            args += ["--ro-bind", path, path]
+    binds = [p for p in _under("/", spec.ro_paths) if not any(p == d or p.startswith(d + os.sep) for d in system)]
+    made: set[str] = set()
+    for path in binds:  # bubblewrap would make the parents of a mount point 0700: a sandbox uid could not pass
+        parent = os.path.dirname(path)
+        chain = []
+        while parent not in ("/", "") and parent not in made and parent not in ("/tmp", "/dev/shm", "/run"):
+            chain.append(parent)
+            parent = os.path.dirname(parent)
+        for directory in reversed(chain):
+            made.add(directory)
+            args += ["--perms", "0755", "--dir", directory]
+    for path in binds:
+        args += ["--ro-bind", path, path]
     # bubblewrap's own root is a writable tmpfs: no writable place besides the capped /tmp and /dev/shm
     return args + ["--remount-ro", "/", "--chdir", "/tmp"]
 
