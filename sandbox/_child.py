@@ -50,24 +50,32 @@ def child_env(workdir: str, source: dict[str, str] | None = None) -> dict[str, s
 
 def spare_main(sock: socket.socket, config: dict[str, Any], zygote_pid: int) -> None:
     """Entry of the pre-forked spare: detach, wait for one job, run it, never return."""
+    nest_error = None
     try:
         os.setsid()
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
         if os.getppid() != zygote_pid:
             os._exit(70)
+        if config.get("nest"):  # own pid + mount namespace, fresh capped /tmp (see _nest)
+            from . import _nest
+
+            try:
+                _nest.prepare(config)  # returns in the future candidate only
+            except Exception as exc:  # reported as this job's failure: the candidate never runs
+                nest_error = exc
         body, fds = _wire.recv(sock)
         job = pickle.loads(body)
     except BaseException:
         os._exit(71)
-    if config.get("nest"):  # own pid + mount namespace, fresh capped /tmp (see _nest)
-        from . import _nest
-
-        try:
-            _nest.enter(job, config)  # returns in the candidate only
-        except BaseException as exc:
-            global _CANDIDATE_PID
-            _CANDIDATE_PID = os.getpid()
-            _finish(fds[3], sock, "error", [], f"sandbox setup failed: private namespaces: {_execute.one_line(exc)}")
+    try:
+        if nest_error is not None:
+            raise nest_error
+        if config.get("nest"):
+            _nest.finish(job)
+    except BaseException as exc:
+        global _CANDIDATE_PID
+        _CANDIDATE_PID = os.getpid()
+        _finish(fds[3], sock, "error", [], f"sandbox setup failed: private namespaces: {_execute.one_line(exc)}")
     run_candidate(job, fds, sock, config)
 
 

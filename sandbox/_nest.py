@@ -1,7 +1,8 @@
 """A private nest for each candidate: its own pid and mount namespace, fresh size-capped tmpfs.
 
 Used when the warm worker runs behind bubblewrap or ``unshare`` (see ``nest`` in the worker's
-config). The pre-forked spare (:func:`hifo.sandbox._child.spare_main`), once it has its job:
+config). The pre-forked spare (:func:`hifo.sandbox._child.spare_main`), while it waits for a job
+(so none of this is on a candidate's critical path: :func:`prepare`):
 
 1. ``unshare(CLONE_NEWNS | CLONE_NEWPID)``; every mount made private (nothing propagates back to
    the worker);
@@ -17,7 +18,7 @@ config). The pre-forked spare (:func:`hifo.sandbox._child.spare_main`), once it 
 4. the spare waits and mirrors the candidate's exit (code or signal) so the worker's wait4
    sees the candidate's status and CPU time (each level reaped its child).
 
-The candidate then drops every capability (as an ordinary user the worker holds
+Once the job arrives, the candidate (:func:`finish`) makes its directory and drops every capability (as an ordinary user the worker holds
 ``CAP_SYS_ADMIN`` of bubblewrap's user namespace, needed for step 1-2; as root the switch to a
 sandbox uid drops it) before :func:`hifo.sandbox._child.run_candidate` applies the usual layers.
 Memory of these tmpfs is page cache charged to the sandbox's memory cgroup, not to the
@@ -59,12 +60,21 @@ def mount(libc: Any, source: str | None, target: str, fstype: str | None, flags:
            f"mount {fstype or 'bind'} on {target}")
 
 
-def enter(job: dict[str, Any], config: dict[str, Any]) -> None:
-    """Set up the nest and fork the candidate. Returns in the candidate only; the spare waits
-    for it and exits with its status. Raises :class:`NestError` (in the spare) on failure."""
+_USER_TASKS = 0  # the user's task count, taken before the candidate's own /proc hid them
+
+
+def prepare(config: dict[str, Any]) -> None:
+    """Set up the nest *before* a job arrives (the spare is forked in advance, so this costs
+    the candidate nothing). Returns in the future candidate (pid 2) only; the spare waits for
+    it and exits with its status. Raises :class:`NestError` (in the spare) on failure."""
+    global _USER_TASKS
     libc = _libc()
     disk = int(config["nest"]["disk_bytes"])
     keep = [p for p in config["nest"].get("rebind", ()) if os.path.exists(p)]
+    if not config.get("uids"):  # RLIMIT_NPROC counts all the user's tasks: count them while we see them
+        from ._child import tasks_of_user
+
+        _USER_TASKS = tasks_of_user(os.getuid())
     _check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID), "unshare(CLONE_NEWNS | CLONE_NEWPID)")
     mount(libc, None, "/", None, MS_REC | MS_PRIVATE, None)
     # code under /tmp (a checkout there), held open in *this* mount namespace and bound back below
@@ -85,14 +95,6 @@ def enter(job: dict[str, Any], config: dict[str, Any]) -> None:
     finally:
         for fd in held.values():
             os.close(fd)
-    workdir = job["workdir"]
-    os.makedirs(workdir, 0o700, exist_ok=True)
-    if job.get("uid") is not None:
-        os.chown(workdir, job["uid"], job["uid"])
-    if job.get("uid") is None:  # RLIMIT_NPROC counts all the user's tasks: count them while we still see them
-        from ._child import tasks_of_user
-
-        job["limits"]["user_tasks"] = tasks_of_user(os.getuid())
     read_fd, write_fd = os.pipe()
     init = os.fork()
     if init == 0:  # pid 1 of the new namespace: a tiny init, the candidate's parent
@@ -106,19 +108,29 @@ def enter(job: dict[str, Any], config: dict[str, Any]) -> None:
         except BaseException as exc:
             os.write(2, f"hifo sandbox: private namespace init failed: {exc}\n".encode())
             os._exit(74)
-        if candidate == 0:  # pid 2: the candidate
+        if candidate == 0:  # pid 2: the candidate, once its job arrives
             try:
                 os.close(write_fd)
                 os.setsid()
                 libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-                if job.get("uid") is None:
-                    drop_capabilities(libc)  # root drops them with its switch to the sandbox uid
             except BaseException:
                 os._exit(72)
             return
-        _init(candidate, write_fd, libc, job.get("uid") is None)
+        _init(candidate, write_fd, libc, not config.get("uids"))
     os.close(write_fd)
     _mirror(init, read_fd)
+
+
+def finish(job: dict[str, Any]) -> None:
+    """In the candidate, once the job is here: its directory in the private /tmp, then every
+    capability dropped (as root the switch to the sandbox uid drops them)."""
+    workdir = job["workdir"]
+    os.makedirs(workdir, 0o700, exist_ok=True)
+    if job.get("uid") is not None:
+        os.chown(workdir, job["uid"], job["uid"])
+    else:
+        job["limits"]["user_tasks"] = _USER_TASKS
+        drop_capabilities(_libc())
 
 
 def _init(candidate: int, write_fd: int, libc: Any, drop: bool) -> None:
