@@ -296,20 +296,28 @@ def _processes_of(uid: int, within_s: float = 3.0, before: frozenset[int] = froz
     """Host processes (not zombies) still owned by ``uid``, waiting up to ``within_s`` for none.
 
     As an ordinary user the candidate has the user's own uid (pytest, the worker, ...): then only
-    processes that appeared since ``before`` count, bar the worker's next spare (its parent is the
-    worker, which was there before)."""
+    processes that appeared since ``before`` count, bar the worker's next spare and the private
+    namespace it prepares (a new process whose parent, the worker, is still there, and its
+    descendants; the finished candidate's spare is gone)."""
     deadline = time.monotonic() + within_s
     while True:
-        left = []
+        parents = {}
         for name in os.listdir("/proc"):
             try:
                 if name.isdigit() and os.stat(f"/proc/{name}").st_uid == uid and int(name) not in before:
                     with open(f"/proc/{name}/stat") as handle:
                         fields = handle.read().rsplit(")", 1)[1].split()
-                        if fields[0] not in ("Z", "X") and not (before and int(fields[1]) in before):
-                            left.append(int(name))
+                        if fields[0] not in ("Z", "X"):
+                            parents[int(name)] = int(fields[1])
             except OSError:
                 continue
+        spare = {pid for pid, ppid in parents.items() if before and ppid in before and os.path.exists(f"/proc/{ppid}")}
+        grown = True
+        while grown:
+            more = {pid for pid, ppid in parents.items() if ppid in spare} - spare
+            spare |= more
+            grown = bool(more)
+        left = sorted(set(parents) - spare)
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.05)
