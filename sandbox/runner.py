@@ -163,6 +163,9 @@ def import_paths(job: Job, plan: IsolationPlan) -> tuple[str, ...]:
     stdlib = sysconfig.get_paths()
     paths = [sys.prefix, sys.base_prefix, os.path.dirname(plan.python), os.path.dirname(python),
              stdlib["stdlib"], stdlib["platstdlib"], *plan.site_dirs, *map(str, job.sys_path)]
+    # package directories a .pth lent this environment (another venv's site-packages), but not
+    # other directories a .pth may add (a `setup.py develop` checkout root)
+    paths += [p for p in sys.path if os.path.basename(p.rstrip(os.sep)) in ("site-packages", "dist-packages")]
     here = os.path.dirname(os.path.abspath(__file__))
     paths.append(here)
     for name in ("hifo", *(f"hifo.{sub}" for sub in ("agents", "evaluators", "knowledge_base", "problems"))):
