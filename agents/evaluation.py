@@ -5,6 +5,7 @@ parent, from the solution alone)."""
 from __future__ import annotations
 
 import math
+import socket
 import time
 from concurrent.futures import Future
 from typing import Any
@@ -30,7 +31,18 @@ def make_job(evaluator: Evaluator, code: str, instances: list[Any], job_id: str 
 
 
 def score_result(evaluator: Evaluator, instances: list[Any], result: SandboxResult) -> Score:
-    """Turn a sandbox result into a :class:`Score`; never raises for candidate faults."""
+    """Turn a sandbox result into a :class:`Score`; never raises for candidate faults.
+
+    The score also says where the candidate ran: the node (a Ray node's host name; this machine for
+    the local executor) and the isolation layers it got there."""
+    score = _score(evaluator, instances, result)
+    iso = dict(result.isolation or {})
+    score.node = str(iso.get("node") or socket.gethostname())
+    score.isolation = {k: v for k, v in iso.items() if k != "worker_pid"}
+    return score
+
+
+def _score(evaluator: Evaluator, instances: list[Any], result: SandboxResult) -> Score:
     out = (result.stdout or "")[-2000:]
     if not result.ok:
         return Score.failed(f"{result.status}: {result.error or 'no reason given'}", result.wall_s, out)

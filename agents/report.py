@@ -55,6 +55,7 @@ def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = Fal
             "foresight": timeline,
             "recalled": recalls,
             "counts": dict(store.db.execute("SELECT status, COUNT(*) FROM candidates GROUP BY status").fetchall()),
+            "where_ran": store.placements(),
         }
         if prompts:
             data["prompts"] = store.prompts()
@@ -74,6 +75,12 @@ def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = Fal
         t.add_row(str(f["generation"]), f["regime"], f["reason"], str(n.get("stagnation")),
                   str(n.get("code_diversity")), str(n.get("behaviour_diversity")), str(n.get("failure_rate")))
     console.print(t)
+    if data["where_ran"]:
+        w = Table("node", "isolation", "layers", "warm", "candidates", title="where candidates ran")
+        for row in data["where_ran"]:
+            w.add_row(str(row["node"]), str(row["level"]), ", ".join(row["layers"]), str(row["warm_worker"]),
+                      str(row["candidates"]))
+        console.print(w)
     for i, c in enumerate(data["best"], 1):
         obj = c["objective"]
         console.print(f"\n[bold]#{i}[/] {c['id']} gen {c['generation']} {c['operator']} ({c['regime']}): "

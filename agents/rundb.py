@@ -24,7 +24,8 @@ CREATE TABLE IF NOT EXISTS candidates (
     principle_ids TEXT NOT NULL DEFAULT '[]', prompt_id TEXT, usage TEXT,
     status TEXT NOT NULL,            -- pending | evaluated | invalid | duplicate
     feasible INTEGER, fitness REAL, objective REAL, metrics TEXT, per_instance TEXT,
-    error TEXT, wall_s REAL, created_at REAL NOT NULL, evaluated_at REAL
+    error TEXT, wall_s REAL, created_at REAL NOT NULL, evaluated_at REAL,
+    node TEXT, isolation TEXT         -- where it ran (host / Ray node) and the sandbox layers it got there
 );
 CREATE INDEX IF NOT EXISTS cand_gen ON candidates(generation);
 CREATE INDEX IF NOT EXISTS cand_hash ON candidates(code_hash);
@@ -61,6 +62,8 @@ class CandidateRow:
     wall_s: float | None = None
     prompt_id: str | None = None
     usage: dict[str, Any] | None = None
+    node: str | None = None
+    isolation: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -80,6 +83,14 @@ class RunStore:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
         self.db.row_factory = sqlite3.Row
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Add the columns later versions introduced to a store made by an earlier one."""
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(candidates)")}
+        for column in ("node", "isolation"):
+            if column not in have:
+                self.db.execute(f"ALTER TABLE candidates ADD COLUMN {column} TEXT")
 
     def close(self) -> None:
         self.db.close()
@@ -116,10 +127,10 @@ class RunStore:
     def record_score(self, cid: str, score: dict[str, Any]) -> None:
         self.db.execute(
             "UPDATE candidates SET status='evaluated', feasible=?, fitness=?, objective=?, metrics=?,"
-            " per_instance=?, error=?, wall_s=?, evaluated_at=? WHERE id=?",
+            " per_instance=?, error=?, wall_s=?, evaluated_at=?, node=?, isolation=? WHERE id=?",
             (int(bool(score["feasible"])), score.get("fitness"), score.get("objective"),
              _j(score.get("metrics") or {}), _j(score.get("per_instance") or []), scrub(score.get("error"), limit=4000),
-             score.get("wall_s"), time.time(), cid))
+             score.get("wall_s"), time.time(), score.get("node"), _j(score.get("isolation") or {}), cid))
 
     def _row(self, r: sqlite3.Row) -> CandidateRow:
         return CandidateRow(
@@ -129,7 +140,21 @@ class RunStore:
             feasible=None if r["feasible"] is None else bool(r["feasible"]), fitness=r["fitness"],
             objective=r["objective"], metrics=json.loads(r["metrics"] or "{}"),
             per_instance=json.loads(r["per_instance"] or "[]"), error=r["error"], wall_s=r["wall_s"],
-            prompt_id=r["prompt_id"], usage=json.loads(r["usage"] or "{}"))
+            prompt_id=r["prompt_id"], usage=json.loads(r["usage"] or "{}"), node=r["node"],
+            isolation=json.loads(r["isolation"] or "{}"))
+
+    def placements(self) -> list[dict[str, Any]]:
+        """Where the evaluated candidates ran: one row per (node, isolation level, layers) with a count."""
+        rows = self.db.execute("SELECT node, isolation, COUNT(*) AS n FROM candidates WHERE status='evaluated'"
+                               " GROUP BY node, isolation ORDER BY n DESC").fetchall()
+        out = []
+        for r in rows:
+            iso = json.loads(r["isolation"] or "{}")
+            layers = iso.get("layers") or {}
+            out.append({"node": r["node"], "level": iso.get("level"),
+                        "layers": sorted(k for k, v in layers.items() if v),
+                        "warm_worker": iso.get("warm_worker"), "candidates": r["n"]})
+        return out
 
     def candidate(self, cid: str) -> CandidateRow:
         r = self.db.execute("SELECT * FROM candidates WHERE id=?", (cid,)).fetchone()

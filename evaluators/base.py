@@ -88,6 +88,8 @@ class Score:
     error: str | None = None
     wall_s: float = 0.0
     stdout: str = ""
+    node: str | None = None  # the machine (Ray node) that ran the candidate
+    isolation: dict[str, Any] = field(default_factory=dict)  # the sandbox layers it ran under there
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -99,6 +101,8 @@ class Score:
             "error": self.error,
             "wall_s": self.wall_s,
             "stdout": self.stdout,
+            "node": self.node,
+            "isolation": self.isolation,
         }
 
     @classmethod
@@ -113,6 +117,8 @@ class Score:
             error=d.get("error"),
             wall_s=float(d.get("wall_s") or 0.0),
             stdout=d.get("stdout") or "",
+            node=d.get("node"),
+            isolation=dict(d.get("isolation") or {}),
         )
 
     @classmethod

@@ -48,8 +48,19 @@ def run_on_node(job: Job, isolation: str, warm: bool) -> SandboxResult:
                 _NODE_POOL = WarmPool()
             pool = _NODE_POOL
     result = _run(job, None, plan, pool)
-    result.isolation = {**result.isolation, "node": socket.gethostname(), "worker_pid": os.getpid()}
+    result.isolation = {**result.isolation, "node": _node_name(), "worker_pid": os.getpid()}
     return result
+
+
+def _node_name() -> str:
+    """This Ray node: host name and Ray's node id (several raylets may share one host)."""
+    host = socket.gethostname()
+    try:
+        import ray
+
+        return f"{host}/{ray.get_runtime_context().get_node_id()[:12]}"
+    except Exception:  # called directly, outside a Ray task
+        return host
 
 
 class RayExecutor:
@@ -93,6 +104,17 @@ class RayExecutor:
             self._refs[ref] = future
         future.add_done_callback(lambda _f, ref=ref: self._forget(ref))
         return future
+
+    def cancel(self, future: Future, reason: str = "cancelled") -> None:
+        """Stop the task behind ``future`` now (force-kills its Ray worker if it already runs;
+        the warm sandbox workers under it die with it)."""
+        with self._lock:
+            refs = [ref for ref, f in self._refs.items() if f is future]
+        for ref in refs:
+            try:
+                self._ray.cancel(ref, force=True)
+            except Exception:  # finished meanwhile, or its worker is already gone
+                pass
 
     def _forget(self, ref: Any) -> None:
         with self._lock:
