@@ -11,7 +11,10 @@ from concurrent.futures import Future
 from typing import Any
 
 from hifo.evaluators.base import Evaluator, InfeasibleSolution, Score
+from hifo.sandbox._scrub import scrub
 from hifo.sandbox.job import Job, JobLimits, SandboxResult
+
+ERROR_CHARS = 4000  # what of a candidate's error text is kept (after scrubbing)
 
 
 def make_job(evaluator: Evaluator, code: str, instances: list[Any], job_id: str = "") -> Job:
@@ -67,6 +70,15 @@ def _score(evaluator: Evaluator, instances: list[Any], result: SandboxResult) ->
                  per_instance=per, wall_s=result.wall_s, stdout=out)
 
 
+def scrubbed(score: Score) -> Score:
+    """``score`` with its candidate-made text (error, stdout) capped and scrubbed of credentials
+    (:mod:`hifo.sandbox._scrub`): this text is stored and may be quoted to the model."""
+    import dataclasses
+
+    return dataclasses.replace(score, error=scrub(score.error, limit=ERROR_CHARS),
+                               stdout=scrub(score.stdout, limit=2000) or "")
+
+
 class CandidateEvaluator:
     """Scores candidate sources on one instance set through any executor with ``submit``."""
 
@@ -92,7 +104,7 @@ class CandidateEvaluator:
                 score = score_result(self.evaluator, self.instances, res)
             except Exception as exc:  # executor failure: report it as this candidate's failure
                 score = Score.failed(f"sandbox error: {type(exc).__name__}: {exc}", time.perf_counter() - t0)
-            outer.set_result(score)
+            outer.set_result(scrubbed(score))
 
         inner.add_done_callback(_done)
         return outer

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from hifo.sandbox._scrub import scrub
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS candidates (
@@ -119,7 +121,7 @@ class RunStore:
             "INSERT INTO candidates (id, generation, operator, regime, parents, code, code_hash, thought,"
             " principle_ids, prompt_id, usage, status, error, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (cid, generation, operator, regime, _j(list(parents)), code, code_hash, thought,
-             _j(list(principle_ids)), prompt_id, _j(usage or {}), status, error, time.time()))
+             _j(list(principle_ids)), prompt_id, _j(usage or {}), status, scrub(error, limit=4000), time.time()))
         return cid
 
     def record_score(self, cid: str, score: dict[str, Any]) -> None:
@@ -127,7 +129,7 @@ class RunStore:
             "UPDATE candidates SET status='evaluated', feasible=?, fitness=?, objective=?, metrics=?,"
             " per_instance=?, error=?, wall_s=?, evaluated_at=?, node=?, isolation=? WHERE id=?",
             (int(bool(score["feasible"])), score.get("fitness"), score.get("objective"),
-             _j(score.get("metrics") or {}), _j(score.get("per_instance") or []), score.get("error"),
+             _j(score.get("metrics") or {}), _j(score.get("per_instance") or []), scrub(score.get("error"), limit=4000),
              score.get("wall_s"), time.time(), score.get("node"), _j(score.get("isolation") or {}), cid))
 
     def _row(self, r: sqlite3.Row) -> CandidateRow:

@@ -29,6 +29,7 @@ from hifo.agents.prompting import (LLM_OPERATORS, N_PARENTS, ParentView, link_ve
                               render_operator)
 from hifo.agents.rundb import CandidateRow, RunStore
 from hifo.evaluators.base import Evaluator
+from hifo.sandbox._scrub import scrub
 from hifo.knowledge_base import KnowledgeBase, contrast_principles, gain_scale, offspring_gain
 
 
@@ -69,10 +70,16 @@ class Runtime:
     owned_executor: Any = None
 
     def emit(self, kind: str, **data: Any) -> None:
+        if isinstance(data.get("error"), str):  # candidate-made text: scrubbed before it is stored
+            data["error"] = scrub(data["error"], limit=4000)
         self.store.event(kind, **data)
         with (self.run_dir / "events.jsonl").open("a") as fh:
             fh.write(json.dumps({"ts": time.time(), "kind": kind, **data}, default=str) + "\n")
         self.on_event(kind, data)
+
+
+# a short, scrubbed excerpt of a candidate's error is all a prompt carries of its output
+DISTILL_ERROR_CHARS = 300
 
 
 def _view(c: CandidateRow) -> ParentView:
@@ -374,7 +381,7 @@ class SearchNodes:
         elites = [c for c in pop if c.id in elite_ids]
         weak = [c for c in this_gen if c.id not in elite_ids and (not c.ok or c.id not in {p.id for p in pop})]
         as_dict = lambda c: {"id": c.id, "code": c.code, "fitness": c.fitness if c.ok else None,
-                             "error": c.error, "metrics": c.metrics}
+                             "error": scrub(c.error, limit=DISTILL_ERROR_CHARS), "metrics": c.metrics}
         added = []
         for text, tags, evidence in contrast_principles([as_dict(c) for c in elites], [as_dict(c) for c in weak]):
             ids = list(evidence.get("candidate_ids") or [c.id for c in elites])[:10]
@@ -384,7 +391,8 @@ class SearchNodes:
         # a run that is stopping (a budget spent) asks the model nothing more
         if self.cfg.distill and elites and self._model_principles() and not state.get("stop_reason"):
             pr = render_distill(self.style, evaluator=self.ev, elites=[_view(c) for c in elites[:3]],
-                                weak=[(c.code, c.error or f"{self.ev.primary_metric} = {c.objective}")
+                                weak=[(c.code, scrub(c.error, limit=DISTILL_ERROR_CHARS)
+                                       or f"{self.ev.primary_metric} = {c.objective}")
                                       for c in weak[-2:] if c.code])
             try:
                 rep = self._call(pr.messages, self.cfg.seed * 7919 + gen, pr.stop)

@@ -50,15 +50,33 @@ def child_env(workdir: str, source: dict[str, str] | None = None) -> dict[str, s
 
 def spare_main(sock: socket.socket, config: dict[str, Any], zygote_pid: int) -> None:
     """Entry of the pre-forked spare: detach, wait for one job, run it, never return."""
+    nest_error = None
     try:
         os.setsid()
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
         if os.getppid() != zygote_pid:
             os._exit(70)
+        if config.get("nest"):  # own pid + mount namespace, fresh capped /tmp (see _nest)
+            from . import _nest
+
+            try:
+                _nest.prepare(config)  # returns in the future candidate only
+            except Exception as exc:  # reported as this job's failure: the candidate never runs
+                nest_error = exc
         body, fds = _wire.recv(sock)
+        job = pickle.loads(body)
     except BaseException:
         os._exit(71)
-    run_candidate(pickle.loads(body), fds, sock, config)
+    try:
+        if nest_error is not None:
+            raise nest_error
+        if config.get("nest"):
+            _nest.finish(job)
+    except BaseException as exc:
+        global _CANDIDATE_PID
+        _CANDIDATE_PID = os.getpid()
+        _finish(fds[3], sock, "error", [], f"sandbox setup failed: private namespaces: {_execute.one_line(exc)}")
+    run_candidate(job, fds, sock, config)
 
 
 _CANDIDATE_PID = 0  # the process the zygote forked; its forks must not report a result
@@ -150,7 +168,7 @@ def apply_nproc(limits: dict[str, Any], sandbox_uid: int | None) -> None:
         return
     allowed = int(limits["max_processes"])
     if sandbox_uid is None:
-        allowed += tasks_of_user(os.getuid())
+        allowed += int(limits.get("user_tasks") or tasks_of_user(os.getuid()))  # counted before _nest hid them
     _lower(resource.RLIMIT_NPROC, allowed)
 
 

@@ -75,6 +75,13 @@ class Probe:
     python: str  # interpreter for the zygote (and so for the candidate)
     site_dirs: tuple[str, ...]
     python_error: str | None  # why a sandbox uid could not run it (root only)
+    userns_blocked: str | None = None  # cause and fix when bubblewrap failed for want of user namespaces
+
+    def fix(self, layer: str) -> str:
+        """How to add ``layer`` here: the user-namespace fix when that is what stops bubblewrap."""
+        if self.userns_blocked and layer != "unprivileged_user" and layer != "seccomp" and not self.is_root:
+            return self.userns_blocked
+        return FIX[layer]
 
     def available(self) -> dict[str, str | None]:
         """layer -> how it would be provided, or None when it cannot be."""
@@ -150,14 +157,17 @@ def resolve(level: str = "standard", *, warn: bool = True, probe_result: Probe |
         return _warned(plan, warn)
     missing = tuple(name for name in LAYERS if offer[name] is None)
     if level == "strict" and missing:
-        details = "; ".join(f"{name} ({found.why_missing(name)}; fix: {FIX[name]})" for name in missing)
+        details = "; ".join(f"{name} ({found.why_missing(name)}; fix: {found.fix(name)})" for name in missing)
         raise IsolationUnavailable(f"strict isolation refused: missing layers: {details}")
     launcher = "bwrap" if found.bwrap_error is None else "unshare" if offer["pid_namespace"] else "none"
     drop = found.is_root and offer["unprivileged_user"] is not None
     notes = tuple(
-        f"isolation level {level!r}: layer {name!r} is MISSING ({found.why_missing(name)}); fix: {FIX[name]}"
+        f"isolation level {level!r}: layer {name!r} is MISSING ({found.why_missing(name)}); fix: {found.fix(name)}"
         for name in missing
     )
+    if missing and found.userns_blocked and not found.is_root:  # one note for the cause, not one per layer
+        notes = (f"isolation level {level!r}: bubblewrap cannot create a user namespace, so layers "
+                 f"{', '.join(missing)} are MISSING (bubblewrap: {found.bwrap_error}); {found.userns_blocked}",)
     if found.is_root and not drop:
         notes += (_root_warning(),)
     applied = tuple(name for name in LAYERS if name not in missing)
@@ -172,11 +182,23 @@ def _root_warning() -> str:
             "/proc/<pid>/environ that its namespaces let it see")
 
 
+class SandboxWarning(RuntimeWarning):
+    """A layer is missing. Shown once, as ``WARNING: hifo sandbox: ...`` on stderr; the warning
+    object is still raised for code that records warnings (the default display is off, so the
+    same text is not printed twice)."""
+
+
+warnings.filterwarnings("ignore", category=SandboxWarning)
+_SHOWN: set[str] = set()
+
+
 def _warned(plan: IsolationPlan, warn: bool) -> IsolationPlan:
     if warn:
         for note in plan.warnings:
-            warnings.warn(f"hifo sandbox: {note}", RuntimeWarning, stacklevel=3)
-            print(f"WARNING: hifo sandbox: {note}", file=sys.stderr)
+            warnings.warn(f"hifo sandbox: {note}", SandboxWarning, stacklevel=3)
+            if note not in _SHOWN:  # each note once per process, whichever level asked
+                _SHOWN.add(note)
+                print(f"WARNING: hifo sandbox: {note}", file=sys.stderr)
     return plan
 
 
@@ -191,11 +213,47 @@ def probe() -> Probe:
     unshare_error = "not installed" if unshare is None else (
         _try([unshare, *UNSHARE_ARGS, "true"]) if is_root else "needs root (not used without it)")
     ok, seccomp_error = _seccomp.supported()
+    blocked = userns_diagnosis(bwrap_error) if bwrap_error and bwrap and not is_root else None
     return Probe(
         is_root=is_root, bwrap=bwrap, bwrap_version=_version(bwrap), bwrap_error=bwrap_error,
         unshare=unshare, unshare_error=unshare_error, setpriv=shutil.which("setpriv", path=_PATH),
         seccomp_error=None if ok else seccomp_error, python=python, site_dirs=site_dirs, python_error=python_error,
+        userns_blocked=blocked,
     )
+
+
+_USERNS_SIGNS = ("namespace", "uid map", "uid_map", "ENOSPC", "EPERM", "Operation not permitted",
+                 "Permission denied", "No space left")
+
+
+def _sysctl(name: str) -> str | None:
+    try:
+        with open("/proc/sys/" + name.replace(".", "/")) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def userns_diagnosis(bwrap_error: str, read: Any = _sysctl) -> str | None:
+    """When bubblewrap (installed) fails for want of unprivileged user namespaces: the cause and
+    its fix, from the kernel's switches; None when the failure is something else."""
+    if not any(sign.lower() in bwrap_error.lower() for sign in _USERNS_SIGNS):
+        return None
+    head = "unprivileged user namespaces are blocked on this machine (bubblewrap is installed; it is not the problem)"
+    if read("kernel.apparmor_restrict_unprivileged_userns") == "1":
+        return (f"{head}: AppArmor restricts them (kernel.apparmor_restrict_unprivileged_userns=1, the default "
+                "on Ubuntu 23.10/24.04); fix: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` "
+                "(persist it in /etc/sysctl.d/), or give /usr/bin/bwrap an AppArmor profile with `userns,`")
+    if read("kernel.unprivileged_userns_clone") == "0":
+        return (f"{head}: kernel.unprivileged_userns_clone=0 (Debian); fix: "
+                "`sudo sysctl -w kernel.unprivileged_userns_clone=1` (persist it in /etc/sysctl.d/)")
+    if read("user.max_user_namespaces") == "0":
+        return (f"{head}: user.max_user_namespaces=0; fix: `sudo sysctl -w user.max_user_namespaces=15000` "
+                "(persist it in /etc/sysctl.d/)")
+    return (f"{head}, though `sysctl kernel.apparmor_restrict_unprivileged_userns kernel.unprivileged_userns_clone "
+            "user.max_user_namespaces` allow them: a container or an enclosing sandbox forbids them; fix: allow "
+            "user namespaces there (e.g. docker run --security-opt seccomp=unconfined --security-opt "
+            "apparmor=unconfined), or run hifo as root (the `unshare` launcher)")
 
 
 BWRAP_PROBE = ("--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc",

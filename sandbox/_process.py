@@ -52,7 +52,7 @@ class ZygoteSpec:
     sys_path: tuple[str, ...] = ()
     preload: tuple[str, ...] = ()
     disk_bytes: int = 256 * 1024 * 1024
-    ro_paths: tuple[str, ...] = ()  # re-bound read-only when $HOME is hidden (ordinary user + bwrap)
+    ro_paths: tuple[str, ...] = ()  # the import paths: the only non-system paths bound in (bwrap)
 
 
 @dataclass
@@ -120,6 +120,7 @@ class Zygote:
                             if not any(os.path.realpath(p).startswith(d + os.sep) for p in self.spec.ro_paths)]
             if plan.launcher == "unshare" else [],
         }
+        config["nest"] = _nest_config(self.spec, config["private_dirs"]) if plan.launcher != "none" else None
         try:
             _wire.send(mine, pickle.dumps(config))
             self.info = self._await("ready", time.monotonic() + self.start_timeout_s)
@@ -281,6 +282,14 @@ class Zygote:
             return os.pread(self._log.fileno(), 2000, max(0, size - 2000)).decode("utf-8", "replace").strip()
         except (OSError, ValueError):
             return ""
+
+
+def _nest_config(spec: ZygoteSpec, dirs: list[str]) -> dict[str, Any]:
+    """Each candidate's own pid + mount namespace and fresh capped tmpfs (:mod:`hifo.sandbox._nest`);
+    code the worker needs under those directories is bound back read-only."""
+    rebind = sorted({os.path.realpath(p) for p in spec.ro_paths
+                     if any(os.path.realpath(p).startswith(d + os.sep) for d in dirs)})
+    return {"disk_bytes": spec.disk_bytes, "dirs": list(dirs), "rebind": rebind}
 
 
 def _kill_uid(uid: int) -> None:

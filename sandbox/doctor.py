@@ -13,7 +13,7 @@ import platform
 import sys
 from typing import Any
 
-from ._layers import FIX, LAYERS, LEVELS, IsolationUnavailable, machine, probe, resolve
+from ._layers import LAYERS, LEVELS, IsolationUnavailable, machine, probe, resolve
 
 
 def isolation_report(level: str = "standard") -> dict[str, Any]:
@@ -40,7 +40,7 @@ def isolation_report(level: str = "standard") -> dict[str, Any]:
         "euid": os.geteuid(),
         "is_root": found.is_root,
         "layers": {
-            name: offer[name] or f"MISSING: {found.why_missing(name)} (fix: {FIX[name]})" for name in LAYERS
+            name: offer[name] or f"MISSING: {found.why_missing(name)} (fix: {found.fix(name)})" for name in LAYERS
         },
         "always": "own session, rlimits (address space, CPU, open files, file size, no core, processes), "
         "allowlisted environment, fresh temporary directory, capped output, every candidate process killed "
@@ -51,7 +51,9 @@ def isolation_report(level: str = "standard") -> dict[str, Any]:
         "exit notification by " + ("pidfd" if hasattr(os, "pidfd_open") else "polling every 5 ms"),
         "tools": {
             "bwrap": {"path": found.bwrap, "version": found.bwrap_version,
-                      "usable": found.bwrap_error is None, "error": found.bwrap_error},
+                      "usable": found.bwrap_error is None, "error": found.bwrap_error,
+                      "user_namespaces": "allowed" if found.is_root or found.bwrap_error is None
+                      else found.userns_blocked or "not the cause of the error above"},
             "unshare": {"path": found.unshare, "usable": found.unshare_error is None, "error": found.unshare_error},
             "setpriv": {"path": found.setpriv, "used": "--pdeathsig for the unshare launcher (identity is "
                         "dropped in-process with setresuid)"},

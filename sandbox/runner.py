@@ -143,28 +143,46 @@ def _run(job: Job, on_start: Callable[[JobHandle], None] | None, plan: Isolation
 def spec_for(job: Job, plan: IsolationPlan) -> ZygoteSpec:
     ro_paths: tuple[str, ...] = ()
     if plan.launcher in ("bwrap", "unshare"):
-        # private tmpfs mounts (/tmp, /dev/shm; $HOME for an ordinary user) would hide code that lives
-        # there, e.g. a checkout in /tmp: bind back (or keep) what the worker needs
-        ro_paths = _needed_paths(job, plan)
+        # bubblewrap binds only these (besides system directories); under unshare they keep code
+        # that lives under /tmp reachable once the private tmpfs covers it
+        ro_paths = import_paths(job, plan)
     return ZygoteSpec(plan=plan, solver_module=job.solver.partition(":")[0], sys_path=tuple(map(str, job.sys_path)),
                       preload=tuple(job.preload), disk_bytes=int(job.limits.max_disk_bytes), ro_paths=ro_paths)
 
 
-def _needed_paths(job: Job, plan: IsolationPlan) -> tuple[str, ...]:
+def import_paths(job: Job, plan: IsolationPlan) -> tuple[str, ...]:
+    """What the worker must be able to import, and nothing more: the interpreter and its
+    standard library, site-packages, hifo's own package directories, the job's plug-in paths
+    and the solver's / preloads' packages. Never the repository root, ``$HOME`` or the
+    parent's other ``sys.path`` entries (a ``.env`` beside the code stays out of reach)."""
     import importlib.util
     import sys
+    import sysconfig
 
-    paths = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(plan.python)), *plan.site_dirs,
-             *[p for p in sys.path if p], *map(str, job.sys_path), os.path.dirname(os.path.dirname(__file__))]
+    python = os.path.realpath(plan.python)
+    stdlib = sysconfig.get_paths()
+    paths = [sys.prefix, sys.base_prefix, os.path.dirname(plan.python), os.path.dirname(python),
+             stdlib["stdlib"], stdlib["platstdlib"], *plan.site_dirs, *map(str, job.sys_path)]
+    # package directories a .pth lent this environment (another venv's site-packages), but not
+    # other directories a .pth may add (a `setup.py develop` checkout root)
+    paths += [p for p in sys.path if os.path.basename(p.rstrip(os.sep)) in ("site-packages", "dist-packages")]
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths.append(here)
+    for name in ("hifo", *(f"hifo.{sub}" for sub in ("agents", "evaluators", "knowledge_base", "problems"))):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.submodule_search_locations:
+            paths.extend(spec.submodule_search_locations)
     for name in (job.solver.partition(":")[0], *job.preload):
         try:
             spec = importlib.util.find_spec(name.split(".")[0])
         except (ImportError, ValueError):
             continue
         if spec is not None and spec.origin and spec.origin not in ("built-in", "frozen"):
-            paths.append(os.path.dirname(os.path.dirname(spec.origin)) if spec.submodule_search_locations
-                         else os.path.dirname(spec.origin))
-    return tuple(paths)
+            paths.extend(spec.submodule_search_locations or [spec.origin])
+    return tuple(p for p in dict.fromkeys(map(str, paths)) if p and os.path.realpath(p) != "/")
 
 
 def _result_cap(job: Job) -> int:

@@ -157,13 +157,13 @@ def test_subprocesses_that_try_to_outlive_the_candidate_are_killed(pool, ends):
 @needs("unprivileged_user")
 def test_fork_storm_is_bounded_and_leaves_nothing(pool):
     code = "import os\ndef f(x):\n    print(os.getuid(), flush=True)\n    while True:\n        os.fork()\n"
-    started = time.monotonic()
+    started, before = time.monotonic(), _pids()
     result = run(make_job(code, max_processes=32, timeout_s=5.0), pool)
     assert result.status in ("error", "timeout"), result.status
     assert result.status == "timeout" or "BlockingIOError" in result.error  # RLIMIT_NPROC bit
     assert time.monotonic() - started < 8
     uid = int(result.stdout.split()[0])
-    assert uid != 0 and _processes_of(uid) == []  # its uid is leased to its worker alone
+    assert uid != 0 and _left_by(uid, before) == []  # as root its uid is leased to its worker alone
 
 
 @needs("unprivileged_user")
@@ -173,10 +173,11 @@ def test_thread_storm_is_bounded(pool):
             "    print(__import__('os').getuid(), flush=True)\n"
             "    while True:\n"
             "        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
+    before = _pids()
     result = run(make_job(code, max_processes=32, timeout_s=5.0), pool)
     assert result.status == "error"
     assert "can't start new thread" in result.error
-    assert _processes_of(int(result.stdout.split()[0])) == []
+    assert _left_by(int(result.stdout.split()[0]), before) == []
 
 
 def test_files_outside_the_temp_dir_cannot_be_read(pool, tmp_path):
@@ -279,9 +280,9 @@ def test_candidate_cannot_signal_its_worker_or_see_the_host(pool):
     assert result.ok, result.error
     seen, denied, me, uid = result.solutions[0]
     seen = {int(pid): owner for pid, owner in seen.items()}
-    assert os.getpid() not in seen and len(seen) <= 4  # init, its worker, the worker's next spare, itself
-    assert {owner for pid, owner in seen.items() if pid != me} == {0}  # no other candidate is visible
-    assert sorted(denied) == sorted(pid for pid in seen if pid != me)  # and none of them can be signalled
+    # its own pid namespace (sandbox._nest): only the namespace's init and itself; the SIGKILL it sent
+    # init was refused (root's init) or dropped by the kernel (an ordinary user's): it still ran to its end
+    assert os.getpid() not in seen and set(seen) <= {1, me} and me == 2
     assert uid != 0
 
 
@@ -291,19 +292,40 @@ def test_the_pool_keeps_serving_after_all_of_the_above(pool):
     assert result.isolation["warm_worker"] is True
 
 
-def _processes_of(uid: int, within_s: float = 3.0) -> list[int]:
-    """Host processes (not zombies) still owned by ``uid``, waiting up to ``within_s`` for none."""
+def _processes_of(uid: int, within_s: float = 3.0, before: frozenset[int] = frozenset()) -> list[int]:
+    """Host processes (not zombies) still owned by ``uid``, waiting up to ``within_s`` for none.
+
+    As an ordinary user the candidate has the user's own uid (pytest, the worker, ...): then only
+    processes that appeared since ``before`` count, bar the worker's next spare and the private
+    namespace it prepares (a new process whose parent, the worker, is still there, and its
+    descendants; the finished candidate's spare is gone)."""
     deadline = time.monotonic() + within_s
     while True:
-        left = []
+        parents = {}
         for name in os.listdir("/proc"):
             try:
-                if name.isdigit() and os.stat(f"/proc/{name}").st_uid == uid:
+                if name.isdigit() and os.stat(f"/proc/{name}").st_uid == uid and int(name) not in before:
                     with open(f"/proc/{name}/stat") as handle:
-                        if handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
-                            left.append(int(name))
+                        fields = handle.read().rsplit(")", 1)[1].split()
+                        if fields[0] not in ("Z", "X"):
+                            parents[int(name)] = int(fields[1])
             except OSError:
                 continue
+        spare = {pid for pid, ppid in parents.items() if before and ppid in before and os.path.exists(f"/proc/{ppid}")}
+        grown = True
+        while grown:
+            more = {pid for pid, ppid in parents.items() if ppid in spare} - spare
+            spare |= more
+            grown = bool(more)
+        left = sorted(set(parents) - spare)
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.05)
+
+
+def _pids() -> frozenset[int]:
+    return frozenset(int(name) for name in os.listdir("/proc") if name.isdigit())
+
+
+def _left_by(uid: int, before: frozenset[int]) -> list[int]:
+    return _processes_of(uid, before=before if uid == os.getuid() else frozenset())

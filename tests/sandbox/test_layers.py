@@ -126,3 +126,25 @@ def test_threads_and_subprocesses_still_work_under_the_filter(pool):
     result = run_job(make_job(code), warm=pool)
     assert result.ok, result.error
     assert result.solutions == [["thread", "child", "unix"]]
+
+
+@pytest.mark.parametrize("switches, expected", [
+    ({"kernel.apparmor_restrict_unprivileged_userns": "1"}, "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"),
+    ({"kernel.unprivileged_userns_clone": "0"}, "sysctl -w kernel.unprivileged_userns_clone=1"),
+    ({"user.max_user_namespaces": "0"}, "sysctl -w user.max_user_namespaces=15000"),
+    ({}, "a container or an enclosing sandbox forbids them"),
+])
+def test_blocked_user_namespaces_get_their_own_cause_and_fix(switches, expected):
+    from hifo.sandbox._layers import userns_diagnosis
+
+    error = "bwrap: setting up uid map: Permission denied"
+    why = userns_diagnosis(error, read=switches.get)
+    assert why is not None and expected in why and "apt-get" not in why
+    assert userns_diagnosis("bwrap: execvp true: No such file or directory", read=switches.get) is None
+    fake = dataclasses.replace(probe(), is_root=False, bwrap_error=error, unshare_error="needs root",
+                               userns_blocked=why)
+    with pytest.raises(IsolationUnavailable) as refused:
+        resolve("strict", warn=False, probe_result=fake)
+    assert expected in str(refused.value) and "apt-get install -y bubblewrap" not in str(refused.value)
+    plan = resolve("standard", warn=False, probe_result=fake)
+    assert len(plan.warnings) == 1 and expected in plan.warnings[0]  # one note naming the cause, not four

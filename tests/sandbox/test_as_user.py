@@ -1,0 +1,122 @@
+"""The hostile sandbox tests again, as an ordinary user (issue 20).
+
+Most people run hifo as an ordinary user. When this suite runs as root, it creates an
+unprivileged account (``hifo-tester``, once) and runs ``test_private.py`` and
+``test_hostile.py`` under it with ``runuser``, against this checkout's installed packages; it
+also checks the diagnosis where unprivileged user namespaces are blocked (emulated with
+``bwrap --disable-userns``, which makes any further user namespace fail with ENOSPC).
+
+Skips, with the reason, when: not root (then the rest of the suite already runs as an ordinary
+user), ``HIFO_SKIP_USER_TESTS=1``, no ``useradd``/``runuser``, or the interpreter and
+site-packages cannot be read by another user.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from hifo.sandbox._layers import readable_by_others
+
+USER = "hifo-tester"
+REPO = Path(__file__).resolve().parents[2]
+PATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+
+
+def _interpreter() -> tuple[str | None, list[str], str | None]:
+    """(python an ordinary user can run, site dirs to add, why not)."""
+    sites = [d for d in site.getsitepackages() if os.path.isdir(d)]
+    unreadable = [d for d in sites if not readable_by_others(d)]
+    if unreadable:
+        return None, [], f"site-packages not readable by other users: {', '.join(unreadable)}"
+    if readable_by_others(os.path.realpath(sys.executable)) and readable_by_others(sysconfig.get_paths()["stdlib"]):
+        return sys.executable, sites, None
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    for candidate in (f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"):
+        if os.path.isfile(candidate) and readable_by_others(os.path.realpath(candidate)):
+            return candidate, sites, None  # same minor version: the compiled extensions load
+    return None, [], f"{sys.executable} is not readable by other users and there is no system python{version}"
+
+
+def _skip_reason() -> str | None:
+    if os.environ.get("HIFO_SKIP_USER_TESTS") == "1":
+        return "HIFO_SKIP_USER_TESTS=1"
+    if os.geteuid() != 0:
+        return "not root: cannot create a user, and this session's sandbox tests already run as an ordinary user"
+    for tool in ("runuser", "useradd", "bwrap"):
+        if shutil.which(tool, path=PATH) is None:
+            return f"{tool} is not installed"
+    if not readable_by_others(str(REPO / "sandbox" / "__init__.py")):
+        return f"the checkout {REPO} is not readable by other users"
+    return _interpreter()[2]
+
+
+pytestmark = pytest.mark.skipif(bool(_skip_reason()), reason=f"as-user sandbox tests skipped: {_skip_reason()}")
+
+
+@pytest.fixture(scope="module")
+def as_user():
+    if subprocess.run(["id", USER], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", USER], check=True, capture_output=True,
+                       env={"PATH": PATH})
+    python, sites, _ = _interpreter()
+    home = os.path.expanduser(f"~{USER}")
+
+    def run(code: str, *, wrap: list[str] = (), timeout: float = 600) -> subprocess.CompletedProcess:
+        prologue = f"import site, sys\nfor d in {sites!r}:\n    site.addsitedir(d)\n"
+        env = ["env", "-i", f"PATH={PATH}", f"HOME={home}", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1",
+               "HIFO_SKIP_USER_TESTS=1"]
+        argv = ["runuser", "-u", USER, "--", *env, *wrap, python, "-c", prologue + code]
+        return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout, env={"PATH": PATH})
+
+    return run
+
+
+def test_hostile_and_private_tests_pass_as_an_ordinary_user(as_user):
+    tests = ["tests/sandbox/test_private.py", "tests/sandbox/test_hostile.py"]
+    code = ("import pytest\nsys.exit(pytest.main(['-x', '-q', '-p', 'no:cacheprovider', '-rs', "
+            f"'--rootdir', {str(REPO / 'tests' / 'sandbox')!r}, '-c', '/dev/null', *{tests!r}]))\n")
+    planted = REPO / ".env"  # a readable .env in the checkout, as an ordinary user's would be
+    created = not planted.exists()
+    if created:
+        planted.write_text("OPENAI_API_KEY=sk-test-planted-in-dotenv-0123456789\n")
+        planted.chmod(0o644)
+    try:
+        done = as_user(code)
+    finally:
+        if created:
+            planted.unlink()
+    report = done.stdout[-4000:] + done.stderr[-2000:]
+    assert done.returncode == 0, report
+    assert " passed" in done.stdout and "SKIPPED" not in done.stdout, report  # nothing skipped as a user
+
+
+def test_blocked_user_namespaces_are_named_with_their_fix(as_user):
+    code = (
+        "from hifo.sandbox._layers import resolve, probe\n"
+        "from hifo.sandbox.doctor import isolation_report\n"
+        "found = probe()\n"
+        "print('BLOCKED:', found.userns_blocked)\n"
+        "resolve('standard')\nresolve('standard')\n"
+        "report = isolation_report('standard')\n"
+        "print('DOCTOR:', report['tools']['bwrap']['user_namespaces'])\n"
+        "print('LAYER:', report['layers']['read_only_fs'])\n"
+    )
+    wrap = ["bwrap", "--unshare-user", "--disable-userns", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+            "--tmpfs", "/tmp", "--"]
+    done = as_user(code, wrap=wrap, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out, err = done.stdout, done.stderr
+    assert "BLOCKED: unprivileged user namespaces are blocked" in out, out + err
+    assert "DOCTOR: unprivileged user namespaces are blocked" in out and "sysctl" in out
+    assert "apt-get install -y bubblewrap" not in out + err  # bubblewrap is installed: not the fix
+    warnings = [line for line in err.splitlines() if line.startswith("WARNING: hifo sandbox")]
+    assert warnings and len(warnings) == len(set(warnings)), err  # each printed once
+    assert any("user namespace" in line for line in warnings)
