@@ -23,6 +23,7 @@ def make_job(evaluator: Evaluator, code: str, instances: list[Any], job_id: str 
         limits=JobLimits(timeout_s=lim.timeout_s, cpu_s=lim.cpu_s, memory_mb=lim.memory_mb,
                          max_output_bytes=lim.max_output_bytes, max_solution_bytes=lim.max_solution_bytes),
         job_id=job_id,
+        fence={"imports": list(evaluator.slot_imports)},
     )
 
 
@@ -35,6 +36,9 @@ def score_result(evaluator: Evaluator, instances: list[Any], result: SandboxResu
     if not isinstance(sols, list) or len(sols) != len(instances):
         return Score.failed(f"invalid: expected {len(instances)} solutions, got "
                             f"{len(sols) if isinstance(sols, list) else type(sols).__name__}", result.wall_s, out)
+    overtime = check_instance_times(evaluator, instances, result.instance_s)
+    if overtime:
+        return Score.failed(overtime, result.wall_s, out)
     per: list[dict[str, float]] = []
     for i, (inst, sol) in enumerate(zip(instances, sols)):
         try:
@@ -53,6 +57,19 @@ def score_result(evaluator: Evaluator, instances: list[Any], result: SandboxResu
         return Score.failed(f"invalid: non-finite fitness {fit}", result.wall_s, out)
     return Score(feasible=True, fitness=fit, objective=float(agg[evaluator.primary_metric]), metrics=agg,
                  per_instance=per, wall_s=result.wall_s, stdout=out)
+
+
+def check_instance_times(evaluator: Evaluator, instances: list[Any], times: list[float]) -> str | None:
+    """The evaluator's per-instance time limit, enforced here in the parent (None when kept)."""
+    limits = [evaluator.instance_time_limit(inst) for inst in instances]
+    if all(lim is None for lim in limits):
+        return None
+    if len(times) != len(instances):
+        return f"invalid: {len(times)} instance timings for {len(instances)} instances"
+    for i, (lim, spent) in enumerate(zip(limits, times)):
+        if lim is not None and spent > lim:
+            return f"overtime: instance {i} took {spent:.2f} s, over its {lim:.2f} s limit"
+    return None
 
 
 class CandidateEvaluator:
