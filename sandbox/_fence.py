@@ -21,7 +21,8 @@ Three layers, each naming the rule it enforces in its failure reason ("fence: ..
 3. **Runtime audit hook** (:func:`install`, child only, once per process): while candidate code
    is on the stack (its module body, its entry function) it blocks subprocesses, ``os.system``/
    ``exec``/``fork``, ctypes, sockets, *every* ``open`` (reading included: held-out data on disk
-   cannot be re-derived), directory listing, ``sys._getframe``, restricted frame attributes, gc's
+   cannot be re-derived; only the import system's reads of ``.py``/``.pyc``/``.so`` files pass,
+   so a library may still load its own submodules lazily), ``sys._getframe``, restricted frame attributes, gc's
    object walks, tracing, and marshal/code construction. A blocked event also marks the job
    failed even if the candidate catches the exception.
 
@@ -64,8 +65,7 @@ REMOVED_BUILTINS = (
     "quit", "copyright", "credits", "license", "memoryview", "__loader__", "__spec__",
 )
 BLOCKED_EVENTS = frozenset({
-    "open", "os.system", "os.kill", "os.killpg", "os.fork", "os.forkpty", "os.posix_spawn", "os.listdir",
-    "os.scandir", "os.chdir", "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.truncate", "os.putenv",
+    "open", "os.system", "os.kill", "os.killpg", "os.fork", "os.forkpty", "os.posix_spawn", "os.chdir", "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.truncate", "os.putenv",
     "os.unsetenv", "os.chmod", "os.chown", "os.link", "os.symlink", "os.walk", "glob.glob", "shutil.rmtree",
     "sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile", "sys._current_exceptions",
     "object.__getattr__", "object.__setattr__", "object.__delattr__", "code.__new__", "function.__new__",
@@ -272,8 +272,13 @@ def _leave() -> None:
     _State.depth -= 1
 
 
+MODULE_SUFFIXES = (".py", ".pyc", ".so")
+
+
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     if _State.depth and (event in BLOCKED_EVENTS or event.startswith(BLOCKED_PREFIXES)):
+        if event == "open" and _module_read(args):
+            return  # a library's lazy import of its own code (numpy submodules, ...)
         reason = f"fence: {event!r} is not allowed while the candidate runs"
         if len(_State.violations) < 10:
             _State.violations.append(reason)
@@ -292,6 +297,12 @@ def _preimport(code: str) -> None:
                     importlib.import_module(name)
                 except ImportError:
                     pass  # reported by the candidate's own import, inside the window
+
+
+def _module_read(args: tuple[Any, ...]) -> bool:
+    """Read-only opens of Python source/bytecode/extension files: what the import system does."""
+    path, mode = (args + (None, None))[:2]
+    return isinstance(path, str) and path.endswith(MODULE_SUFFIXES) and mode in ("r", "rb", None)
 
 
 def install() -> None:
