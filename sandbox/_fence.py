@@ -23,7 +23,7 @@ Three layers, each naming the rule it enforces in its failure reason ("fence: ..
    ``exec``/``fork``, ctypes, sockets, *every* ``open`` (reading included: held-out data on disk
    cannot be re-derived; only the import system's reads of ``.py``/``.pyc``/``.so`` files pass,
    so a library may still load its own submodules lazily), ``sys._getframe``, restricted frame attributes, gc's
-   object walks, tracing, and marshal/code construction. A blocked event also marks the job
+   object walks, tracing, and code-object construction. A blocked event also marks the job
    failed even if the candidate catches the exception.
 
 Limits (honest): this is a Python-level fence of our own (RestrictedPython is not a dependency);
@@ -69,7 +69,7 @@ BLOCKED_EVENTS = frozenset({
     "os.unsetenv", "os.chmod", "os.chown", "os.link", "os.symlink", "os.walk", "glob.glob", "shutil.rmtree",
     "sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile", "sys._current_exceptions",
     "object.__getattr__", "object.__setattr__", "object.__delattr__", "code.__new__", "function.__new__",
-    "gc.get_objects", "gc.get_referrers", "gc.get_referents", "marshal.loads", "marshal.load", "mmap.__new__",
+    "gc.get_objects", "gc.get_referrers", "gc.get_referents", "mmap.__new__",
     "resource.setrlimit", "resource.prlimit", "pty.spawn", "webbrowser.open", "urllib.Request",
     "sqlite3.connect",
 })
