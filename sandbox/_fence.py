@@ -253,12 +253,14 @@ def load(code: str, entry: str, allowed: tuple[str, ...], filename: str = "<cand
     if function is None or not callable(function):
         return function
 
+    state = _State
+
     def slot(*args: Any, **kwargs: Any) -> Any:
-        _enter()
+        state.depth += 1
         try:
             return function(*args, **kwargs)
         finally:
-            _leave()
+            state.depth -= 1
 
     slot.__name__ = entry
     return slot
