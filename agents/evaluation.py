@@ -59,6 +59,20 @@ def score_result(evaluator: Evaluator, instances: list[Any], result: SandboxResu
                  per_instance=per, wall_s=result.wall_s, stdout=out)
 
 
+def fence_refusal(evaluator: Evaluator, code: str) -> str | None:
+    """The slot fence's static check, run in the parent first; None when the source passes it
+    (a syntax error is left for the sandbox to report, as before)."""
+    from hifo.sandbox import _fence
+
+    try:
+        _fence.check_source(code, tuple(evaluator.slot_imports))
+    except _fence.FenceViolation as exc:
+        return f"error: {exc}"
+    except (SyntaxError, ValueError):
+        return None
+    return None
+
+
 def check_instance_times(evaluator: Evaluator, instances: list[Any], times: list[float]) -> str | None:
     """The evaluator's per-instance time limit, enforced here in the parent (None when kept)."""
     limits = [evaluator.instance_time_limit(inst) for inst in instances]
@@ -86,6 +100,11 @@ class CandidateEvaluator:
 
     def submit(self, code: str, job_id: str = "") -> "Future[Score]":
         t0 = time.perf_counter()
+        refused = fence_refusal(self.evaluator, code)
+        if refused is not None:  # the child would refuse it too (it checks again): save the sandbox run
+            done: Future[Score] = Future()
+            done.set_result(Score.failed(refused, time.perf_counter() - t0))
+            return done
         inner = self.executor.submit(make_job(self.evaluator, code, self.instances, job_id))
         outer: Future[Score] = Future()
         self._jobs[outer] = inner

@@ -173,3 +173,16 @@ def test_fence_rules(source, rule):
     with pytest.raises((_fence.FenceViolation, NameError), match=re.escape(rule)):
         fn = _fence.load(source, "f", _fence.DEFAULT_SLOT_IMPORTS)
         fn()
+
+
+def test_parent_refuses_a_fenced_import_without_a_sandbox_run():
+    from hifo.agents.evaluation import CandidateEvaluator
+
+    class NoExecutor:
+        def submit(self, job):
+            raise AssertionError("the sandbox must not be asked")
+
+    ev = get_evaluator("bpp_online")
+    source = (ATTACKS[0].parent / "bpp_forge_result.py").read_text()
+    score = CandidateEvaluator(ev, "train", NoExecutor()).evaluate(source)
+    assert not score.feasible and "fence: import of 'os' not allowed" in score.error
