@@ -10,7 +10,8 @@ Three layers, each naming the rule it enforces in its failure reason ("fence: ..
 1. **Static check of the source** (:func:`check_source`): imports only of the slot's allowlisted
    modules (no relative imports); no dunder names (``__builtins__``, ``__import__``); no attribute
    whose name starts with ``_`` (``__globals__``, ``__dict__``, ``__traceback__``, ``_os``) or names
-   a frame/code/traceback field (``f_back``, ``f_globals``, ``gi_frame``, ``tb_frame``, ...).
+   a frame/code/traceback field (``f_back``, ``f_globals``, ``gi_frame``, ``tb_frame``, ...) or
+   raw memory (``arr.ctypes``, ``as_strided``).
 2. **Guarded compile** (:func:`compile_candidate`): every attribute read ``x.a`` becomes a call
    that refuses module objects outside the allowlist (``np.lib.npyio.os``) and ``str.format``
    field lookups (``"{0.__class__}".format``); every attribute write/delete ``x.a = v`` first
@@ -50,7 +51,7 @@ DEFAULT_SLOT_IMPORTS = (
     "enum", "abc", "string", "re",
 )
 DENIED_MODULES = (
-    "numpy.ctypeslib", "numpy.f2py", "numpy.distutils", "numpy.testing", "torch.hub", "torch.utils.cpp_extension",
+    "numpy.ctypeslib", "numpy.f2py", "numpy.distutils", "numpy.testing", "numpy.lib.stride_tricks", "torch.hub", "torch.utils.cpp_extension",
     "torch.distributed", "torch.multiprocessing", "torch.package", "torch.utils.data", "torch.cuda", "torch.jit",
 )
 FRAME_ATTRS = frozenset({
@@ -59,6 +60,9 @@ FRAME_ATTRS = frozenset({
     "ag_frame", "ag_code", "ag_await", "tb_frame", "tb_next", "tb_lineno", "co_code", "co_consts", "co_names",
     "func_globals", "func_code", "im_func", "im_self",
 })
+RAW_MEMORY_ATTRS = frozenset({"ctypes", "ctypeslib", "as_strided", "from_address", "addressof"})
+# process-wide settings the trusted algorithm runs under (np.errstate, a local context, stays allowed)
+GLOBAL_STATE_ATTRS = frozenset({"seterr", "seterrcall", "setbufsize", "set_printoptions", "setrecursionlimit"})
 ALLOWED_DUNDER_ATTRS = frozenset({"__init__"})
 REMOVED_BUILTINS = (
     "eval", "exec", "compile", "open", "input", "breakpoint", "globals", "locals", "vars", "help", "exit",
@@ -120,6 +124,10 @@ def _check_import(name: str, allowed: tuple[str, ...], line: Any) -> None:
 def _check_attr(name: Any, line: Any = "?") -> None:
     if not isinstance(name, str):
         raise FenceViolation("fence: attribute name must be a string")
+    if name in GLOBAL_STATE_ATTRS:
+        raise FenceViolation(f"fence: {name!r} changes process-wide state (candidate line {line})")
+    if name in RAW_MEMORY_ATTRS:
+        raise FenceViolation(f"fence: raw-memory attribute {name!r} not allowed (candidate line {line})")
     if name in FRAME_ATTRS:
         raise FenceViolation(f"fence: frame/code attribute {name!r} not allowed (candidate line {line})")
     if name.startswith("_") and name not in ALLOWED_DUNDER_ATTRS:

@@ -168,6 +168,9 @@ def test_honest_candidate_runs_under_the_fence():
     ("def f():\n    __import__('os')", "dunder name"),
     ("def f():\n    import importlib", "import of 'importlib'"),
     ("def f():\n    int.bit_length = None", "class builtins.int"),
+    ("import numpy as np\ndef f():\n    return np.zeros(2).ctypes.data", "raw-memory attribute 'ctypes'"),
+    ("import numpy as np\ndef f():\n    return np.lib.stride_tricks", "'numpy.lib.stride_tricks'"),
+    ("import numpy as np\ndef f():\n    np.seterr(all='ignore')", "'seterr' changes process-wide state"),
 ])
 def test_fence_rules(source, rule):
     with pytest.raises((_fence.FenceViolation, NameError), match=re.escape(rule)):
