@@ -27,6 +27,33 @@ def make_job(evaluator: Evaluator, code: str, instances: list[Any], job_id: str 
     )
 
 
+def fence_refusal(evaluator: Evaluator, code: str) -> str | None:
+    """The slot fence's static check, run in the parent first; None when the source passes it
+    (a syntax error is left for the sandbox to report, as before)."""
+    from hifo.sandbox import _fence
+
+    try:
+        _fence.check_source(code, tuple(evaluator.slot_imports))
+    except _fence.FenceViolation as exc:
+        return f"error: {exc}"
+    except (SyntaxError, ValueError):
+        return None
+    return None
+
+
+def check_instance_times(evaluator: Evaluator, instances: list[Any], times: list[float]) -> str | None:
+    """The evaluator's per-instance time limit, enforced here in the parent (None when kept)."""
+    limits = [evaluator.instance_time_limit(inst) for inst in instances]
+    if all(lim is None for lim in limits):
+        return None
+    if len(times) != len(instances):
+        return f"invalid: {len(times)} instance timings for {len(instances)} instances"
+    for i, (lim, spent) in enumerate(zip(limits, times)):
+        if lim is not None and spent > lim:
+            return f"overtime: instance {i} took {spent:.2f} s, over its {lim:.2f} s limit"
+    return None
+
+
 def score_result(evaluator: Evaluator, instances: list[Any], result: SandboxResult) -> Score:
     """Turn a sandbox result into a :class:`Score`; never raises for candidate faults."""
     out = (result.stdout or "")[-2000:]
@@ -57,33 +84,6 @@ def score_result(evaluator: Evaluator, instances: list[Any], result: SandboxResu
         return Score.failed(f"invalid: non-finite fitness {fit}", result.wall_s, out)
     return Score(feasible=True, fitness=fit, objective=float(agg[evaluator.primary_metric]), metrics=agg,
                  per_instance=per, wall_s=result.wall_s, stdout=out)
-
-
-def fence_refusal(evaluator: Evaluator, code: str) -> str | None:
-    """The slot fence's static check, run in the parent first; None when the source passes it
-    (a syntax error is left for the sandbox to report, as before)."""
-    from hifo.sandbox import _fence
-
-    try:
-        _fence.check_source(code, tuple(evaluator.slot_imports))
-    except _fence.FenceViolation as exc:
-        return f"error: {exc}"
-    except (SyntaxError, ValueError):
-        return None
-    return None
-
-
-def check_instance_times(evaluator: Evaluator, instances: list[Any], times: list[float]) -> str | None:
-    """The evaluator's per-instance time limit, enforced here in the parent (None when kept)."""
-    limits = [evaluator.instance_time_limit(inst) for inst in instances]
-    if all(lim is None for lim in limits):
-        return None
-    if len(times) != len(instances):
-        return f"invalid: {len(times)} instance timings for {len(instances)} instances"
-    for i, (lim, spent) in enumerate(zip(limits, times)):
-        if lim is not None and spent > lim:
-            return f"overtime: instance {i} took {spent:.2f} s, over its {lim:.2f} s limit"
-    return None
 
 
 class CandidateEvaluator:
