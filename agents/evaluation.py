@@ -18,12 +18,12 @@ def make_job(evaluator: Evaluator, code: str, instances: list[Any], job_id: str 
     return Job(
         code=code,
         entry=evaluator.template.name,
+        fence={"imports": list(evaluator.slot_imports)},
         solver=evaluator.entry_point(),
         instances=instances,
         limits=JobLimits(timeout_s=lim.timeout_s, cpu_s=lim.cpu_s, memory_mb=lim.memory_mb,
                          max_output_bytes=lim.max_output_bytes, max_solution_bytes=lim.max_solution_bytes),
         job_id=job_id,
-        fence={"imports": list(evaluator.slot_imports)},
     )
 
 
