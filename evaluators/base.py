@@ -143,7 +143,7 @@ class Evaluator(ABC):
     slot_imports: tuple[str, ...] = (
         "numpy", "math", "cmath", "random", "itertools", "heapq", "functools", "collections", "operator",
         "statistics", "bisect", "typing", "dataclasses", "numbers", "copy", "fractions", "decimal", "array",
-        "enum", "abc", "string", "re",
+        "enum", "abc", "re",
     )
 
     # ---- trusted side -------------------------------------------------------------

@@ -48,7 +48,7 @@ CANDIDATE_MODULE = "hifo_candidate"
 DEFAULT_SLOT_IMPORTS = (
     "numpy", "math", "cmath", "random", "itertools", "heapq", "functools", "collections", "operator",
     "statistics", "bisect", "typing", "dataclasses", "numbers", "copy", "fractions", "decimal", "array",
-    "enum", "abc", "string", "re",
+    "enum", "abc", "re",
 )
 DENIED_MODULES = (
     "numpy.ctypeslib", "numpy.f2py", "numpy.distutils", "numpy.testing", "numpy.lib.stride_tricks", "torch.hub", "torch.utils.cpp_extension",
@@ -60,7 +60,9 @@ FRAME_ATTRS = frozenset({
     "ag_frame", "ag_code", "ag_await", "tb_frame", "tb_next", "tb_lineno", "co_code", "co_consts", "co_names",
     "func_globals", "func_code", "im_func", "im_self",
 })
-RAW_MEMORY_ATTRS = frozenset({"ctypes", "ctypeslib", "as_strided", "from_address", "addressof"})
+RAW_MEMORY_ATTRS = frozenset({"ctypes", "ctypeslib", "as_strided", "from_address", "addressof", "cffi"})
+# helpers that look attributes up by a string outside the guarded getattr
+INDIRECT_GETATTR = frozenset({"attrgetter", "methodcaller", "get_field"})
 # process-wide settings the trusted algorithm runs under (np.errstate, a local context, stays allowed)
 GLOBAL_STATE_ATTRS = frozenset({"seterr", "seterrcall", "setbufsize", "set_printoptions", "setrecursionlimit"})
 ALLOWED_DUNDER_ATTRS = frozenset({"__init__"})
@@ -103,9 +105,9 @@ def check_source(code: str, allowed: tuple[str, ...]) -> None:
                 raise FenceViolation(f"fence: relative import not allowed (candidate line {line})")
             _check_import(node.module or "", allowed, line)
             for alias in node.names:
-                if alias.name == "*" or alias.name.startswith("_"):
-                    raise FenceViolation(f"fence: 'from {node.module} import {alias.name}' not allowed "
-                                         f"(candidate line {line})")
+                if alias.name == "*":
+                    raise FenceViolation(f"fence: 'from {node.module} import *' not allowed (candidate line {line})")
+                _check_attr(alias.name, line)
         elif isinstance(node, ast.Attribute):
             _check_attr(node.attr, line)
         elif isinstance(node, ast.Name) and node.id.startswith("__") and node.id.endswith("__"):
@@ -124,6 +126,8 @@ def _check_import(name: str, allowed: tuple[str, ...], line: Any) -> None:
 def _check_attr(name: Any, line: Any = "?") -> None:
     if not isinstance(name, str):
         raise FenceViolation("fence: attribute name must be a string")
+    if name in INDIRECT_GETATTR:
+        raise FenceViolation(f"fence: {name!r} looks attributes up unguarded; use getattr (candidate line {line})")
     if name in GLOBAL_STATE_ATTRS:
         raise FenceViolation(f"fence: {name!r} changes process-wide state (candidate line {line})")
     if name in RAW_MEMORY_ATTRS:
@@ -170,7 +174,7 @@ def guarded_builtins(allowed: tuple[str, ...]) -> dict[str, Any]:
 
     def read(obj: Any, name: str) -> Any:
         value = real_getattr(obj, name)
-        if type(value) is types.ModuleType:
+        if isinstance(value, types.ModuleType):
             return _module_check(value)
         if name in ("format", "format_map") and isinstance(obj, str):
             return _checked_format(obj, value)

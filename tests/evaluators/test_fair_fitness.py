@@ -171,6 +171,9 @@ def test_honest_candidate_runs_under_the_fence():
     ("import numpy as np\ndef f():\n    return np.zeros(2).ctypes.data", "raw-memory attribute 'ctypes'"),
     ("import numpy as np\ndef f():\n    return np.lib.stride_tricks", "'numpy.lib.stride_tricks'"),
     ("import numpy as np\ndef f():\n    np.seterr(all='ignore')", "'seterr' changes process-wide state"),
+    ("from operator import attrgetter\ndef f():\n    pass", "'attrgetter' looks attributes up unguarded"),
+    ("import operator\ndef f():\n    return operator.methodcaller('x')", "'methodcaller'"),
+    ("def f():\n    import string", "import of 'string'"),
 ])
 def test_fence_rules(source, rule):
     with pytest.raises((_fence.FenceViolation, NameError), match=re.escape(rule)):
@@ -189,3 +192,9 @@ def test_parent_refuses_a_fenced_import_without_a_sandbox_run():
     source = (ATTACKS[0].parent / "bpp_forge_result.py").read_text()
     score = CandidateEvaluator(ev, "train", NoExecutor()).evaluate(source)
     assert not score.feasible and "fence: import of 'os' not allowed" in score.error
+
+
+def test_default_slot_imports_match_the_fence_default():
+    from hifo.evaluators.base import Evaluator
+
+    assert tuple(Evaluator.slot_imports) == tuple(_fence.DEFAULT_SLOT_IMPORTS)
