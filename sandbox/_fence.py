@@ -23,9 +23,10 @@ Three layers, each naming the rule it enforces in its failure reason ("fence: ..
    is on the stack (its module body, its entry function) it blocks subprocesses, ``os.system``/
    ``exec``/``fork``, ctypes, sockets, *every* ``open`` (reading included: held-out data on disk
    cannot be re-derived; only the import system's reads of ``.py``/``.pyc``/``.so`` files pass,
-   so a library may still load its own submodules lazily), ``sys._getframe``, restricted frame attributes, gc's
-   object walks, tracing, and code-object construction. A blocked event also marks the job
-   failed even if the candidate catches the exception.
+   so a library may still load its own submodules lazily), frame attributes read by any code,
+   type/function attributes set on anything not the candidate's own, gc's object walks, tracing,
+   and code-object construction. A blocked event also fails the job even if the candidate catches
+   the exception.
 
 Limits (honest): this is a Python-level fence of our own (RestrictedPython is not a dependency);
 its guarantees rest on CPython's audit events and on the allowlisted libraries exposing no
@@ -62,9 +63,13 @@ FRAME_ATTRS = frozenset({
 })
 RAW_MEMORY_ATTRS = frozenset({"ctypes", "ctypeslib", "as_strided", "from_address", "addressof", "cffi"})
 # helpers that look attributes up by a string outside the guarded getattr
-INDIRECT_GETATTR = frozenset({"attrgetter", "methodcaller", "get_field"})
+INDIRECT_GETATTR = frozenset({"attrgetter", "methodcaller", "get_field", "update_wrapper", "wraps"})
 # process-wide settings the trusted algorithm runs under (np.errstate, a local context, stays allowed)
-GLOBAL_STATE_ATTRS = frozenset({"seterr", "seterrcall", "setbufsize", "set_printoptions", "setrecursionlimit"})
+GLOBAL_STATE_ATTRS = frozenset({"seterr", "seterrcall", "setbufsize", "set_printoptions", "setrecursionlimit",
+                                "register"})  # ABCMeta.register: isinstance(x, numbers.Real) is the algorithm's too
+# owners of classes that library code run by the candidate must not modify (audit: object.__setattr__)
+PROTECTED_OWNERS = frozenset({"hifo", "_hifo_sandbox", "evaluators", "problems", "numpy", "torch", "scipy", "builtins",
+                              "sklearn", "highspy", "pyvrp", "elkai", "numbers", "abc", "functools", "operator"})
 ALLOWED_DUNDER_ATTRS = frozenset({"__init__"})
 REMOVED_BUILTINS = (
     "eval", "exec", "compile", "open", "input", "breakpoint", "globals", "locals", "vars", "help", "exit",
@@ -73,8 +78,8 @@ REMOVED_BUILTINS = (
 BLOCKED_EVENTS = frozenset({
     "open", "os.system", "os.kill", "os.killpg", "os.fork", "os.forkpty", "os.posix_spawn", "os.chdir", "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.truncate", "os.putenv",
     "os.unsetenv", "os.chmod", "os.chown", "os.link", "os.symlink", "os.walk", "glob.glob", "shutil.rmtree",
-    "sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile", "sys._current_exceptions",
-    "object.__getattr__", "object.__setattr__", "object.__delattr__", "code.__new__", "function.__new__",
+    "sys._current_frames", "sys.settrace", "sys.setprofile", "sys._current_exceptions",
+    "code.__new__", "function.__new__",
     "gc.get_objects", "gc.get_referrers", "gc.get_referents", "mmap.__new__",
     "resource.setrlimit", "resource.prlimit", "pty.spawn", "webbrowser.open", "urllib.Request",
     "sqlite3.connect",
@@ -290,13 +295,21 @@ MODULE_SUFFIXES = (".py", ".pyc", ".so")
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if _State.depth and (event in BLOCKED_EVENTS or event.startswith(BLOCKED_PREFIXES)):
-        if event == "open" and _module_read(args):
-            return  # a library's lazy import of its own code (numpy submodules, ...)
-        reason = f"fence: {event!r} is not allowed while the candidate runs"
-        if len(_State.violations) < 10:
-            _State.violations.append(reason)
-        raise FenceViolation(reason)
+    if not _State.depth:
+        return
+    if event.startswith("object.__"):  # restricted attributes (frames, code objects, type attributes)
+        if event == "object.__getattr__" and not (len(args) > 1 and args[1] in FRAME_ATTRS):
+            return  # e.g. dataclasses/inspect reading the candidate's own function.__code__
+        if event != "object.__getattr__" and not _protected(args[0] if args else None):
+            return  # e.g. dataclasses/namedtuple setting attributes of the candidate's own new class
+    elif not (event in BLOCKED_EVENTS or event.startswith(BLOCKED_PREFIXES)):
+        return
+    elif event == "open" and _module_read(args):
+        return  # a library's lazy import of its own code (numpy submodules, ...)
+    reason = f"fence: {event!r} is not allowed while the candidate runs"
+    if len(_State.violations) < 10:
+        _State.violations.append(reason)
+    raise FenceViolation(reason)
 
 
 def _preimport(code: str) -> None:
@@ -311,6 +324,16 @@ def _preimport(code: str) -> None:
                     importlib.import_module(name)
                 except ImportError:
                     pass  # reported by the candidate's own import, inside the window
+
+
+def _protected(obj: Any) -> bool:
+    """A class or function of the algorithm's libraries (or of an unknown owner)."""
+    try:
+        owner = obj if isinstance(obj, (type, types.FunctionType)) else type(obj)
+        module = owner.__module__
+        return not isinstance(module, str) or module.split(".")[0] in PROTECTED_OWNERS
+    except Exception:
+        return True
 
 
 def _module_read(args: tuple[Any, ...]) -> bool:

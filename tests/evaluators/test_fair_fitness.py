@@ -173,6 +173,8 @@ def test_honest_candidate_runs_under_the_fence():
     ("import numpy as np\ndef f():\n    np.seterr(all='ignore')", "'seterr' changes process-wide state"),
     ("from operator import attrgetter\ndef f():\n    pass", "'attrgetter' looks attributes up unguarded"),
     ("import operator\ndef f():\n    return operator.methodcaller('x')", "'methodcaller'"),
+    ("import functools\ndef f():\n    return functools.update_wrapper", "'update_wrapper'"),
+    ("import numbers\ndef f():\n    numbers.Integral.register(str)", "'register' changes process-wide state"),
     ("def f():\n    import string", "import of 'string'"),
 ])
 def test_fence_rules(source, rule):
@@ -198,3 +200,28 @@ def test_default_slot_imports_match_the_fence_default():
     from hifo.evaluators.base import Evaluator
 
     assert tuple(Evaluator.slot_imports) == tuple(_fence.DEFAULT_SLOT_IMPORTS)
+
+
+AUDITED = '''
+import sys
+from hifo.sandbox import _fence
+_fence.install()
+honest = sys.argv[1]
+print([float(v) for v in _fence.load(honest, "priority", _fence.DEFAULT_SLOT_IMPORTS)(0.5, [1.0, 0.75])])
+extra = "from collections import namedtuple\\nP = namedtuple('P', 'a b')\\n" + \\
+        "import numpy as np\\ndef f():\\n    with np.errstate(divide='ignore'):\\n        z = np.ones(1) / 0\\n" + \\
+        "    return P(1, 2).b + np.polynomial.Polynomial([1, 2])(3.0) + float(np.isinf(z[0]))\\n"
+print(_fence.load(extra, "f", _fence.DEFAULT_SLOT_IMPORTS)())
+print(_fence.take_violation())
+'''
+
+
+def test_honest_candidate_runs_under_the_audit_hook():
+    """Dataclasses, namedtuple, numpy's lazy submodules and error states work with the hook
+    installed (a process of its own: the hook can never be removed from this one)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", AUDITED, HONEST], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[:3] == ["[-1.0, -0.5]", "10.0", "None"]
