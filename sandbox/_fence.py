@@ -52,8 +52,9 @@ DEFAULT_SLOT_IMPORTS = (
     "enum", "abc", "re",
 )
 DENIED_MODULES = (
-    "numpy.ctypeslib", "numpy.f2py", "numpy.distutils", "numpy.testing", "numpy.lib.stride_tricks", "torch.hub", "torch.utils.cpp_extension",
-    "torch.distributed", "torch.multiprocessing", "torch.package", "torch.utils.data", "torch.cuda", "torch.jit",
+    "numpy.ctypeslib", "numpy.f2py", "numpy.distutils", "numpy.testing", "numpy.lib.stride_tricks", "torch.hub",
+    "torch.utils.cpp_extension", "torch.distributed", "torch.multiprocessing", "torch.package", "torch.utils.data",
+    "torch.cuda", "torch.jit",
 )
 FRAME_ATTRS = frozenset({
     "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "f_lineno", "f_lasti",
@@ -76,7 +77,8 @@ REMOVED_BUILTINS = (
     "quit", "copyright", "credits", "license", "memoryview", "__loader__", "__spec__",
 )
 BLOCKED_EVENTS = frozenset({
-    "open", "os.system", "os.kill", "os.killpg", "os.fork", "os.forkpty", "os.posix_spawn", "os.chdir", "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.truncate", "os.putenv",
+    "open", "os.system", "os.kill", "os.killpg", "os.fork", "os.forkpty", "os.posix_spawn", "os.chdir", "os.remove",
+    "os.rename", "os.rmdir", "os.mkdir", "os.truncate", "os.putenv",
     "os.unsetenv", "os.chmod", "os.chown", "os.link", "os.symlink", "os.walk", "glob.glob", "shutil.rmtree",
     "sys._current_frames", "sys.settrace", "sys.setprofile", "sys._current_exceptions",
     "code.__new__", "function.__new__",
@@ -181,8 +183,11 @@ def guarded_builtins(allowed: tuple[str, ...]) -> dict[str, Any]:
         value = real_getattr(obj, name)
         if isinstance(value, types.ModuleType):
             return _module_check(value)
-        if name in ("format", "format_map") and isinstance(obj, str):
-            return _checked_format(obj, value)
+        if name in ("format", "format_map"):
+            if isinstance(obj, str):
+                return _checked_format(obj, value)
+            if obj is str:  # str.format(template, ...): check the template when it is called
+                return lambda template, *args, **kwargs: _checked_format(template, value)(template, *args, **kwargs)
         return value
 
     def write_target(obj: Any) -> Any:

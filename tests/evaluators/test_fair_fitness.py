@@ -174,6 +174,7 @@ def test_honest_candidate_runs_under_the_fence():
     ("from operator import attrgetter\ndef f():\n    pass", "'attrgetter' looks attributes up unguarded"),
     ("import operator\ndef f():\n    return operator.methodcaller('x')", "'methodcaller'"),
     ("import functools\ndef f():\n    return functools.update_wrapper", "'update_wrapper'"),
+    ("def f():\n    return str.format('{0.__class__}', 1)", "lookups inside str.format fields"),
     ("import numbers\ndef f():\n    numbers.Integral.register(str)", "'register' changes process-wide state"),
     ("def f():\n    import string", "import of 'string'"),
 ])
