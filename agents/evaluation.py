@@ -22,12 +22,40 @@ def make_job(evaluator: Evaluator, code: str, instances: list[Any], job_id: str 
     return Job(
         code=code,
         entry=evaluator.template.name,
+        fence={"imports": list(evaluator.slot_imports)},
         solver=evaluator.entry_point(),
         instances=instances,
         limits=JobLimits(timeout_s=lim.timeout_s, cpu_s=lim.cpu_s, memory_mb=lim.memory_mb,
                          max_output_bytes=lim.max_output_bytes, max_solution_bytes=lim.max_solution_bytes),
         job_id=job_id,
     )
+
+
+def fence_refusal(evaluator: Evaluator, code: str) -> str | None:
+    """The slot fence's static check, run in the parent first; None when the source passes it
+    (a syntax error is left for the sandbox to report, as before)."""
+    from hifo.sandbox import _fence
+
+    try:
+        _fence.check_source(code, tuple(evaluator.slot_imports))
+    except _fence.FenceViolation as exc:
+        return f"error: {exc}"
+    except (SyntaxError, ValueError):
+        return None
+    return None
+
+
+def check_instance_times(evaluator: Evaluator, instances: list[Any], times: list[float]) -> str | None:
+    """The evaluator's per-instance time limit, enforced here in the parent (None when kept)."""
+    limits = [evaluator.instance_time_limit(inst) for inst in instances]
+    if all(lim is None for lim in limits):
+        return None
+    if len(times) != len(instances):
+        return f"invalid: {len(times)} instance timings for {len(instances)} instances"
+    for i, (lim, spent) in enumerate(zip(limits, times)):
+        if lim is not None and spent > lim:
+            return f"overtime: instance {i} took {spent:.2f} s, over its {lim:.2f} s limit"
+    return None
 
 
 def score_result(evaluator: Evaluator, instances: list[Any], result: SandboxResult) -> Score:
@@ -50,6 +78,9 @@ def _score(evaluator: Evaluator, instances: list[Any], result: SandboxResult) ->
     if not isinstance(sols, list) or len(sols) != len(instances):
         return Score.failed(f"invalid: expected {len(instances)} solutions, got "
                             f"{len(sols) if isinstance(sols, list) else type(sols).__name__}", result.wall_s, out)
+    overtime = check_instance_times(evaluator, instances, result.instance_s)
+    if overtime:
+        return Score.failed(overtime, result.wall_s, out)
     per: list[dict[str, float]] = []
     for i, (inst, sol) in enumerate(zip(instances, sols)):
         try:
@@ -93,6 +124,11 @@ class CandidateEvaluator:
 
     def submit(self, code: str, job_id: str = "") -> "Future[Score]":
         t0 = time.perf_counter()
+        refused = fence_refusal(self.evaluator, code)
+        if refused is not None:  # the child would refuse it too (it checks again): save the sandbox run
+            done: Future[Score] = Future()
+            done.set_result(Score.failed(refused, time.perf_counter() - t0))
+            return done
         inner = self.executor.submit(make_job(self.evaluator, code, self.instances, job_id))
         outer: Future[Score] = Future()
         self._jobs[outer] = inner

@@ -144,6 +144,13 @@ class Evaluator(ABC):
     # name -> {instance set -> {metric -> value it should reach}}
     reference_figures: dict[str, dict[str, dict[str, float]]] = {}
     tags: tuple[str, ...] = ()
+    # What the candidate's code may import (the slot fence, :mod:`hifo.sandbox._fence`): stdlib
+    # helpers and numpy by default; never evaluators/problems, solver libraries, sys/inspect/gc/os.
+    slot_imports: tuple[str, ...] = (
+        "numpy", "math", "cmath", "random", "itertools", "heapq", "functools", "collections", "operator",
+        "statistics", "bisect", "typing", "dataclasses", "numbers", "copy", "fractions", "decimal", "array",
+        "enum", "abc", "re",
+    )
 
     # ---- trusted side -------------------------------------------------------------
     @abstractmethod
@@ -161,6 +168,11 @@ class Evaluator(ABC):
         """Combine per-instance metrics (default: the mean of each metric)."""
         keys = per_instance[0].keys() if per_instance else ()
         return {k: float(sum(m[k] for m in per_instance) / len(per_instance)) for k in keys}
+
+    def instance_time_limit(self, instance: Any) -> float | None:
+        """Seconds one instance may take in the child (solver and candidate together), checked by
+        the parent against the child's per-instance timing; None: only the job's wall clock."""
+        return None
 
     def fitness(self, metrics: dict[str, float]) -> float:
         value = float(metrics[self.primary_metric])

@@ -195,6 +195,12 @@ class MILPPrimal(Evaluator):
     def solve(heuristic: Callable[..., Any], instance: dict) -> dict[str, Any]:
         return run_primal_heuristic(heuristic, instance["milp"], instance["time_limit"])
 
+    def instance_time_limit(self, instance: dict) -> float:
+        """Enforced by the parent (issue 13: a heuristic that ran a solver 10x over the budget was
+        scored feasible): the LP, the heuristic and the dive share ``time_limit``; 3x plus 1 s of
+        slack covers a loaded machine and the final feasibility check."""
+        return 3.0 * float(instance["time_limit"]) + 1.0
+
     def score(self, instance: dict, solution: Any) -> dict[str, float]:
         return score_primal(instance, solution)
 

@@ -116,7 +116,7 @@ class RadarTask:
         return self.instance.name
 
 
-def parse_settings(value: Any, n: int) -> dict[str, Any]:
+def parse_settings(value: Any, n: int, budget_per_node: int = BUDGET_PER_NODE) -> dict[str, Any]:
     """Check a heuristic's settings (types, ranges, budget); return keyword arguments for
     :class:`hifo.problems.routing.RadarSettings`. Raises :class:`InvalidSettings`."""
     if not isinstance(value, dict):
@@ -150,9 +150,9 @@ def parse_settings(value: Any, n: int) -> dict[str, Any]:
     if isinstance(aug, bool) or not isinstance(aug, numbers.Integral) or aug < 1:
         raise InvalidSettings(f"augmentations must be an integer >= 1, got {aug!r}")
     out["augmentations"] = int(aug)
-    if arr.size * out["augmentations"] > BUDGET_PER_NODE * n:
+    if arr.size * out["augmentations"] > budget_per_node * n:  # bound at import: a patch cannot lift it
         raise InvalidSettings(f"{arr.size} start nodes x {aug} augmentations exceeds the budget of "
-                              f"{BUDGET_PER_NODE * n} rollouts")
+                              f"{budget_per_node * n} rollouts")
     sampling = value.get("sampling", False)
     if not isinstance(sampling, (bool, np.bool_)):
         raise InvalidSettings(f"sampling must be True or False, got {sampling!r}")

@@ -30,7 +30,7 @@ import socket
 import sys
 from typing import Any
 
-from . import _execute, _wire
+from . import _execute, _fence, _wire  # noqa: F401  (_fence: imported by the spare, off the job's path)
 
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -119,9 +119,10 @@ def run_candidate(job: dict[str, Any], fds: list[int], sock: socket.socket, conf
         reason = f"sandbox setup failed: cannot unpickle instances: {_execute.one_line(exc)}"
         _finish(result_fd, sock, "error", [], reason)
     del payload["instances"]
-    outcome = _execute.execute(payload["code"], payload["entry"], payload["solver"], instances, limits)
+    outcome = _execute.execute(payload["code"], payload["entry"], payload["solver"], instances, limits,
+                               fence=payload.get("fence"), audit=True)
     del reserve
-    _finish(result_fd, sock, outcome["status"], outcome["parts"], outcome["error"])
+    _finish(result_fd, sock, outcome["status"], outcome["parts"], outcome["error"], outcome.get("instance_s"))
 
 
 def _setup_descriptors(out_fd: int, err_fd: int, keep: set[int]) -> None:
@@ -208,14 +209,15 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _finish(result_fd: int, sock: socket.socket, status: str, parts: list[str], error: str | None) -> None:
+def _finish(result_fd: int, sock: socket.socket, status: str, parts: list[str], error: str | None,
+            instance_s: list[float] | None = None) -> None:
     """Write the result, tell the zygote, leave at once (no atexit hooks or finalisers run).
 
     A process the candidate forked comes back here too when its copy of the candidate returns:
     it leaves without writing, so only the candidate itself reports."""
     if os.getpid() != _CANDIDATE_PID:
         os._exit(0 if status == "ok" else 1)
-    head = json.dumps({"status": status, "error": error})[:-1]
+    head = json.dumps({"status": status, "error": error, "instance_s": instance_s or []})[:-1]
     body = (head + ',"solutions":[' + ",".join(parts) + "]}").encode("utf-8", "replace")
     try:
         _write_all(result_fd, body)

@@ -13,6 +13,7 @@ import importlib
 import json
 import linecache
 import sys
+import time
 import traceback
 import types
 from typing import Any, Callable
@@ -39,8 +40,15 @@ def execute(
     instances: list[Any],
     limits: dict[str, Any],
     catch: type[BaseException] | tuple[type[BaseException], ...] = BaseException,
+    fence: dict[str, Any] | None = None,
+    audit: bool = False,
 ) -> dict[str, Any]:
-    """Run the whole job; return ``{"status", "parts", "error"}``.
+    """Run the whole job; return ``{"status", "parts", "error", "instance_s"}``.
+
+    ``fence`` (``{"imports": [...]}``, from the evaluator's slot) loads the candidate under
+    :mod:`hifo.sandbox._fence`; ``audit`` also installs its audit hook (the sandbox child only:
+    the hook can never be removed from a process). ``instance_s``: seconds per instance,
+    measured here around each solver call, for the parent to check against its limit.
 
     ``parts`` holds one compact JSON text per instance (empty unless the status is "ok");
     each solution is encoded as soon as the solver returns it, so later mutation by the
@@ -48,11 +56,16 @@ def execute(
     """
     try:
         solver = _guarded(lambda: load_solver(solver_spec), "while importing the solver", limits, catch)
-        function = _guarded(lambda: load_candidate(code, entry), "while loading the candidate", limits, catch)
-        parts = run_instances(solver, function, instances, limits, catch)
+        if fence is not None and audit:
+            from . import _fence
+
+            _fence.install()
+        function = _guarded(lambda: load_candidate(code, entry, fence), "while loading the candidate", limits, catch)
+        times: list[float] = []
+        parts = run_instances(solver, function, instances, limits, catch, times, fenced=fence is not None)
     except JobFailure as failure:
-        return {"status": failure.status, "parts": [], "error": failure.reason}
-    return {"status": "ok", "parts": parts, "error": None}
+        return {"status": failure.status, "parts": [], "error": failure.reason, "instance_s": []}
+    return {"status": "ok", "parts": parts, "error": None, "instance_s": times}
 
 
 def load_solver(spec: str) -> Callable[[Callable[..., Any], Any], Any]:
@@ -73,10 +86,12 @@ def load_solver(spec: str) -> Callable[[Callable[..., Any], Any], Any]:
     return obj
 
 
-def load_candidate(code: str, entry: str) -> Callable[..., Any]:
+def load_candidate(code: str, entry: str, fence: dict[str, Any] | None = None) -> Callable[..., Any]:
     """Exec ``code`` in a fresh module (registered in ``sys.modules``) and return ``entry``."""
     # Registered so tracebacks show the candidate's source lines (mtime None: never evicted).
     linecache.cache[CANDIDATE_FILE] = (len(code), None, code.splitlines(True), CANDIDATE_FILE)
+    if fence is not None:
+        return _load_fenced(code, entry, fence)
     try:
         compiled = compile(code, CANDIDATE_FILE, "exec", dont_inherit=True)
     except SyntaxError as exc:
@@ -96,12 +111,36 @@ def load_candidate(code: str, entry: str) -> Callable[..., Any]:
     return function
 
 
+def _load_fenced(code: str, entry: str, fence: dict[str, Any]) -> Callable[..., Any]:
+    from . import _fence
+
+    try:
+        function = _fence.load(code, entry, tuple(fence["imports"]), CANDIDATE_FILE)
+    except SyntaxError as exc:
+        raise JobFailure("error", f"SyntaxError: {exc.msg} (candidate line {exc.lineno})") from None
+    except ValueError as exc:
+        raise JobFailure("error", f"candidate does not compile: {one_line(exc)}") from None
+    except _fence.FenceViolation as exc:
+        _fence.take_violation()
+        raise JobFailure("error", str(exc)) from None
+    violation = _fence.take_violation()
+    if violation:
+        raise JobFailure("error", f"{violation} (while loading the candidate)")
+    if function is None:
+        raise JobFailure("error", f"candidate defines no {entry!r}")
+    if not callable(function):
+        raise JobFailure("error", f"candidate's {entry!r} is not callable")
+    return function
+
+
 def run_instances(
     solver: Callable[[Callable[..., Any], Any], Any],
     function: Callable[..., Any],
     instances: list[Any],
     limits: dict[str, Any],
     catch: type[BaseException] | tuple[type[BaseException], ...] = BaseException,
+    times: list[float] | None = None,
+    fenced: bool = False,
 ) -> list[str]:
     """Call ``solver(function, instance)`` for each instance; JSON-encode each solution."""
     cap = int(limits.get("max_solution_bytes") or 0)
@@ -109,7 +148,16 @@ def run_instances(
     total = 2  # the enclosing brackets
     for index, instance in enumerate(instances):
         where = f"on instance {index}"
+        started = time.perf_counter()
         solution = _guarded(lambda: solver(function, instance), where, limits, catch)
+        if times is not None:
+            times.append(time.perf_counter() - started)
+        if fenced:
+            from . import _fence
+
+            violation = _fence.take_violation()
+            if violation:
+                raise JobFailure("error", f"{violation} ({where})")
         part = _guarded(lambda: encode_solution(solution, index), where, limits, catch)
         total += len(part) + 1
         if cap and total > cap:

@@ -171,7 +171,7 @@ class Zygote:
     # ---- one job ---------------------------------------------------------------------------
     def run(self, job: Job, out_fd: int, err_fd: int, result_cap: int) -> ProcessOutcome:
         payload = pickle.dumps(
-            {"code": job.code, "entry": job.entry, "solver": job.solver,
+            {"code": job.code, "entry": job.entry, "solver": job.solver, "fence": job.fence,
              "instances": pickle.dumps(list(job.instances), protocol=pickle.HIGHEST_PROTOCOL)},
             protocol=pickle.HIGHEST_PROTOCOL,
         )

@@ -208,7 +208,8 @@ def run_in_process(job: Job) -> SandboxResult:
         ):
             # Not BaseException: Ctrl-C must still interrupt the caller's process.
             outcome = _execute.execute(
-                job.code, job.entry, job.solver, list(job.instances), limits, catch=(Exception, SystemExit)
+                job.code, job.entry, job.solver, list(job.instances), limits, catch=(Exception, SystemExit),
+                fence=job.fence,
             )
     finally:
         for path in added:
@@ -225,4 +226,5 @@ def run_in_process(job: Job) -> SandboxResult:
         wall_s=time.monotonic() - started,
         isolation={"sandbox": "none", "warning": "UNSAFE: ran in the calling process with no isolation"},
         output_truncated=o.truncated or e.truncated,
+        instance_s=list(outcome.get("instance_s") or []),
     )

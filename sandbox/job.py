@@ -43,6 +43,9 @@ class Job:
     # Modules the warm worker imports once, before forking candidates (the solver's module is
     # always imported): name the heavy libraries candidates use (e.g. ("numpy",), ("torch",)).
     preload: tuple[str, ...] = ()
+    # The slot fence (:mod:`hifo.sandbox._fence`): ``{"imports": [module, ...]}`` the candidate may
+    # import; None runs the candidate unfenced (a plain solver with no algorithm state to protect).
+    fence: dict[str, Any] | None = None
 
 
 @dataclass
@@ -55,6 +58,7 @@ class SandboxResult:
     wall_s: float = 0.0
     isolation: dict[str, Any] = field(default_factory=dict)  # which layers were applied
     output_truncated: bool = False  # stdout/stderr went over max_output_bytes; the rest was dropped
+    instance_s: list[float] = field(default_factory=list)  # seconds per instance, timed in the child
 
     @property
     def ok(self) -> bool:

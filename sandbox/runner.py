@@ -128,6 +128,7 @@ def _run(job: Job, on_start: Callable[[JobHandle], None] | None, plan: Isolation
             stop_zygote(zygote)
         stdout, stderr, truncated = read_capped_output(out.fileno(), err.fileno(), job.limits.max_output_bytes)
     status, solutions, error = classify(outcome, job)
+    instance_s = instance_times(outcome.result) if status == "ok" else []
     return SandboxResult(
         status=status,
         solutions=solutions,
@@ -137,6 +138,7 @@ def _run(job: Job, on_start: Callable[[JobHandle], None] | None, plan: Isolation
         wall_s=time.monotonic() - started,
         isolation=isolation_applied(job, plan, warm=pool is not None),
         output_truncated=truncated,
+        instance_s=instance_s,
     )
 
 
@@ -244,6 +246,20 @@ def parse_result(data: bytes, n_instances: int) -> tuple[Status, list[Any], str 
             raise ValueError(f"{len(solutions)} solutions for {n_instances} instances")
         return "ok", solutions, None
     return status, [], error or f"child reported {status!r} without a reason"
+
+
+def instance_times(data: bytes) -> list[float]:
+    """Per-instance seconds the child reported. Only the head is decoded again: for status "ok" the
+    child writes ``{"status", "error": null, "instance_s"}`` before the solutions, no candidate text."""
+    head, sep, _ = data.partition(b',"solutions":[')
+    try:
+        times = json.loads(head.decode("utf-8") + "}", parse_constant=_reject_constant).get("instance_s") or [] \
+            if sep else []
+    except ValueError:
+        return []
+    if not isinstance(times, list) or not all(isinstance(t, (int, float)) for t in times):
+        return []
+    return [float(t) for t in times]
 
 
 def read_capped_output(out_fd: int, err_fd: int, cap: int) -> tuple[str, str, bool]:

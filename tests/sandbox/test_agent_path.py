@@ -49,6 +49,6 @@ def test_hostile_candidates_score_as_failures_and_the_baseline_still_scores(scor
         assert not scores[name].feasible and scores[name].error, name
     baseline = candidates.evaluate(evaluator.baseline_source())
     assert baseline.feasible and baseline.fitness > float("-inf")
-    # tampering with the evaluator module in its own process forges a solution the parent rejects
+    # tampering with the evaluator module in its own process: the slot fence refuses the import (issue 13)
     forged = scores["forges the packing"]
-    assert not forged.feasible and forged.error.startswith("infeasible on instance 0"), forged.error
+    assert not forged.feasible and "fence: import of 'sys' not allowed" in forged.error, forged.error
