@@ -127,7 +127,7 @@ class CandidateEvaluator:
         refused = fence_refusal(self.evaluator, code)
         if refused is not None:  # the child would refuse it too (it checks again): save the sandbox run
             done: Future[Score] = Future()
-            done.set_result(Score.failed(refused, time.perf_counter() - t0))
+            done.set_result(scrubbed(Score.failed(refused, time.perf_counter() - t0)))
             return done
         inner = self.executor.submit(make_job(self.evaluator, code, self.instances, job_id))
         outer: Future[Score] = Future()
