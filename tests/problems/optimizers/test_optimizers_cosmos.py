@@ -98,11 +98,17 @@ def test_update_rms_is_lr_times_ratio_for_any_rank():
             assert rms == pytest.approx(0.005, rel=1e-4)
 
 
+def test_defaults_are_the_reference_constructors():
+    from hifo.problems.optimizers._cosmos import COSMOS_DEFAULTS
+    assert COSMOS_DEFAULTS["betas"] == (0.9, 0.999) and COSMOS_DEFAULTS["lr_ratio"] == 0.1
+    assert COSMOS_DEFAULTS["rank"] == 64 and COSMOS_DEFAULTS["lr"] == 1e-3
+
+
 def test_vectors_get_adamw_and_bad_options_are_refused():
     v = torch.nn.Parameter(torch.zeros(5))
     w = torch.nn.Parameter(torch.zeros(5))
     ours = COSMOS([v], lr=1e-2)
-    ref = torch.optim.AdamW([w], lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0)
+    ref = torch.optim.AdamW([w], lr=1e-2, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
     for _ in range(3):
         g = torch.randn(5)
         v.grad, w.grad = g.clone(), g.clone()
