@@ -17,7 +17,8 @@ reference code ``Lhongpei/FMIP`` (``utils/flow_scheduler.py``, ``pl_gmip_model.p
   embedding of ``t``.
 
 Integer variables are encoded as classes ``x - lb`` in ``0..K-1`` (``K = 2``: the trained model
-covers binary variables; general integers with wider domains are out of scope here).
+covers binary variables; on the general-integer family ``intcover`` it can only propose
+``lb..lb+K-1``, and the hand-off's full MIP has to find larger values: partial support).
 Continuous variables are scaled to ``[0, 1]`` by their finite bounds; with an infinite upper
 bound the scale is 1 and the scaled value lives in ``[0, inf)`` (:func:`to_box`).
 """
