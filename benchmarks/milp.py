@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -127,8 +128,8 @@ def main(argv=None) -> dict:
     for k, v in separation.items():
         print(f"  {k:34s} {v['mean']:+.4f} [{v['ci95'][0]:+.4f}, {v['ci95'][1]:+.4f}]"
               + ("  separated" if v["separated"] else ""))
-    cmd = "python -m benchmarks.milp" + (" --quick" if args.quick else "")
-    out = {"command": cmd + (" ".join([""] + (argv or [])) if argv else ""),
+    given = sys.argv[1:] if argv is None else list(argv)
+    out = {"command": " ".join(["python -m benchmarks.milp", *given]),
            "time_limit_cpu_s": T, "ref_time_limit_cpu_s": REF_TIME_LIMIT, "set": set_name,
            "seeds": args.seeds, "methods": methods, "table": table, "separation": separation,
            "rows": rows}
