@@ -42,7 +42,7 @@ def test_full_rank_is_adam_when_the_eigenbasis_is_the_coordinate_basis():
     f64 = dict(dtype=torch.float64)  # float64, so that rounding in the eigenbasis does not blur the identity
     Q, _ = torch.linalg.qr(torch.randn(m, n, **f64))
     a, b = torch.nn.Parameter(torch.zeros(m, n, **f64)), torch.nn.Parameter(torch.zeros(m, n, **f64))
-    cosmos = COSMOS([a], lr=1.0, rank=n, betas=(0.9, 0.95), nesterov=False, eps=1e-12)
+    cosmos = COSMOS([a], lr=1.0, lr_ratio=1.0, rank=n, betas=(0.9, 0.95), nesterov=False, eps=1e-12)
     adam = torch.optim.Adam([b], lr=1.0, betas=(0.9, 0.95), eps=1e-12)
     for _ in range(6):
         da, db = step_pair(cosmos, adam, a, b, Q @ torch.diag(torch.rand(n, **f64) * 2 - 1))
