@@ -116,11 +116,12 @@ class FMIPGuidance(Evaluator):
         "official_defaults": _TEMPLATE.baseline_source(),
         "unguided": f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(_UNGUIDED_BODY)}",
     }
-    # Time-limited runs on shared cores are not bit-reproducible: bands (upper bounds on the
-    # mean primal gap, measured about 0.04-0.07 on 2 loaded cores, with slack), see the tests.
+    # CPU-time-limited runs are not bit-reproducible: bands (upper bounds on the mean primal
+    # integral). Measured on train (1 CPU s, 4 samples): official_defaults 0.594 (final gap
+    # 0.038), unguided 0.512 (0.041); on the largest instances the sampling alone uses the budget.
     reference_figures = {
-        "official_defaults": {"train": {"primal_gap": 0.15}},
-        "unguided": {"train": {"primal_gap": 0.15}},
+        "official_defaults": {"train": {"primal_integral": 0.75}},
+        "unguided": {"train": {"primal_integral": 0.7}},
     }
     tags = ("milp", "flow matching", "fmip", "guidance", "highs")
 
