@@ -3,7 +3,7 @@
 Set cover, combinatorial auction and independent set are at Gasse et al. (2019)'s training sizes
 (500x1000 at density 0.05, 100 items x 500 bids, 500 nodes with affinity 4); GISP, FCMNF and the
 general-integer cover are scaled up until HiGHS alone does not close the gap in a few CPU seconds.
-Measured on the shared 2-core machine (HiGHS 1.16, one thread, seeds 200-201): after 3 CPU s
+Measured on the shared 2-core machine (HiGHS 1.16, one thread, seeds 200-201): after 2-4 CPU s
 the gap HiGHS reports is 5-7 % (set cover), 16-22 % (auctions; after 1 CPU s its incumbent is
 still ~17x worse than the one it reaches later), 1-2 % (indset), 2-3 % (intcover), 73 % (GISP),
 2-3 % (FCMNF), so a primal heuristic has room to matter. Seeds of different collections never overlap (train 100+, test 200+, FMIP
