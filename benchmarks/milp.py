@@ -1,6 +1,6 @@
 """Primal integral at equal CPU time per MILP family: HiGHS alone and HiGHS after a hand-off.
 
-    python -m benchmarks.milp                    # test set (3 instances per family), 2 CPU s, 2 seeds
+    python -m benchmarks.milp                    # test set (3 per family), 1 CPU s, 2 seeds (~4 CPU min)
     python -m benchmarks.milp --quick            # train set (1 per family), 1 CPU s
     python -m benchmarks.milp --heuristic best.py   # add an evolved milp_primal heuristic
     python -m benchmarks.milp --fmip             # add HiGHS + FMIP (needs torch and the weights)
@@ -71,7 +71,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--fmip", action="store_true")
     args = ap.parse_args(argv)
     set_name = "train" if args.quick else "test"
-    T = args.time_limit or (1.0 if args.quick else 2.0)
+    T = args.time_limit or 1.0
     refs = best_known()
     heuristics = {name: _heuristic(src) for name, src in MILPPrimal.baselines.items()}
     if args.heuristic:
