@@ -48,7 +48,7 @@ from hifo.problems.qd import LinearProjection, QDSearch, TrianglesDigits, neares
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ALGOS = ("cma_mae", "dms")
-IMPLS = ("ours", "pyribs")
+IMPLS = ("ours", "ours_pyribs", "pyribs")  # ours_pyribs: our code with pyribs 0.12's CMA-ES update
 IMAGE_DIM = 64  # TrianglesDigits: the measure is the 8 x 8 image
 
 
@@ -56,13 +56,15 @@ def _panel(dim: int) -> str:
     return "TA (8x8 digits), 64-D image measures" if dim == IMAGE_DIM else f"LP (sphere), {dim}-D measures"
 
 
-def _run_ours(algo: str, measure_dim: int, seed: int, iterations: int, log_every: int, centroids):
+def _run_ours(algo: str, measure_dim: int, seed: int, iterations: int, log_every: int, centroids,
+              cma_update: str = "hansen"):
     if measure_dim == IMAGE_DIM:  # the image-measure domain (TA on 8 x 8 digits)
         domain = TrianglesDigits(num_centroids=1000)
-        cfg = paper_config(algo, domain)
+        cfg = paper_config(algo, domain, cma_update=cma_update)
     else:
         domain = LinearProjection("sphere", 100, measure_dim)
-        cfg = paper_config(algo, domain, **({"centroids": centroids} if centroids is not None else {}))
+        cfg = paper_config(algo, domain, cma_update=cma_update,
+                           **({"centroids": centroids} if centroids is not None else {}))
     search = QDSearch(domain, cfg, seed=seed)
     return search.run(iterations, log_every=log_every)
 
@@ -137,9 +139,12 @@ def _run_pyribs(algo: str, measure_dim: int, seed: int, iterations: int, log_eve
 
 def _job(args):
     impl, algo, dim, seed, iterations, log_every, centroids = args
-    run = _run_ours if impl == "ours" else _run_pyribs
     t0 = time.perf_counter()
-    hist = run(algo, dim, seed, iterations, log_every, centroids)
+    if impl == "pyribs":
+        hist = _run_pyribs(algo, dim, seed, iterations, log_every, centroids)
+    else:  # "ours" (Hansen's CMA-ES update) or "ours_pyribs" (pyribs 0.12's update)
+        hist = _run_ours(algo, dim, seed, iterations, log_every, centroids,
+                         "pyribs" if impl == "ours_pyribs" else "hansen")
     return {"impl": impl, "algo": algo, "measure_dim": dim, "seed": seed, "history": hist,
             "wall_s": time.perf_counter() - t0}
 
@@ -193,7 +198,8 @@ def _plot(runs: list[dict], path: Path) -> bool:
     dims = sorted({r["measure_dim"] for r in runs})
     fig, axes = plt.subplots(2, len(dims), figsize=(5 * len(dims), 7), squeeze=False)
     styles = {("dms", "ours"): ("tab:red", "-"), ("dms", "pyribs"): ("tab:red", "--"),
-              ("cma_mae", "ours"): ("tab:blue", "-"), ("cma_mae", "pyribs"): ("tab:blue", "--")}
+              ("cma_mae", "ours"): ("tab:blue", "-"), ("cma_mae", "pyribs"): ("tab:blue", "--"),
+              ("dms", "ours_pyribs"): ("tab:red", ":"), ("cma_mae", "ours_pyribs"): ("tab:blue", ":")}
     for j, dim in enumerate(dims):
         for (algo, impl), (color, ls) in styles.items():
             sel = [r for r in runs if (r["measure_dim"], r["algo"], r["impl"]) == (dim, algo, impl)]
@@ -227,7 +233,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--dims", default="2,10,20")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--impls", default="ours,pyribs")
+    ap.add_argument("--impls", default="ours,pyribs",
+                    help="comma list of ours, ours_pyribs (ours with pyribs 0.12's CMA-ES update), pyribs")
     ap.add_argument("--out", type=Path, default=None, help="default: results/qd.json (qd_quick.json with --quick)")
     args = ap.parse_args(argv)
     if args.quick:

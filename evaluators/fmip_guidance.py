@@ -5,11 +5,13 @@ The algorithm is FMIP's guided sampler (:mod:`hifo.problems.milp.fmip`, weights
 step the candidate's ``guidance(t, step, n_steps)`` returns the weights of the objective and of
 the constraint violation in the energy that re-weights the integer candidates, the softmax
 temperature of that re-weighting, and the step size of the gradient steps on the continuous
-variables. The sample is then handed to HiGHS (confident integers fixed, warm start) under a
-short time limit (at most 30% of the integer variables, the most confident ones with
-confidence >= 0.9, are fixed; the LP and the sampling count against the time limit). The
-trusted side verifies the returned vector (rows, bounds, integrality)
-and computes the primal gap against the stored best-known objective
+variables. The samples are then handed to HiGHS by the official neural diving (several dives,
+each fixing a random 10 % of the integer variables to a sample's values, best kept; then the
+full MIP from the best dive) under a CPU-time budget (the LP and the sampling count against
+it). The trusted side verifies the returned vector (rows, bounds, integrality)
+and computes the primal integral over the CPU budget (primary; the trajectory is timed in
+the child, so it is informative, not tamper-proof) and the final primal gap against the stored
+best-known objective
 (``evaluators/data/milp/best_known.json``, shared with ``milp_primal``).
 """
 
@@ -23,11 +25,12 @@ from typing import Any, Callable
 
 
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
-from hifo.problems.milp import InfeasiblePoint, MILPInstance, check_solution, collection, primal_gap
+from hifo.problems.milp import (InfeasiblePoint, MILPInstance, check_solution, collection, primal_gap,
+                                primal_integral)
 
 DATA = Path(__file__).parent / "data" / "milp" / "best_known.json"
-TIME_LIMIT = {"train": 0.4, "test": 2.0}
-N_STEPS, N_CANDIDATES, FIX_THRESHOLD, FIX_FRACTION = 10, 32, 0.9, 0.3
+TIME_LIMIT = {"train": 1.0, "test": 2.0}  # CPU seconds per instance
+N_STEPS, N_CANDIDATES, FIX_THRESHOLD, FIX_FRACTION = 10, 32, 0.0, 0.1
 # accepted ranges of the guidance values (outside them the candidate fails: no silent clipping)
 RANGES = {"weight_obj": (0.0, 1e3), "weight_viol": (0.0, 1e3), "temperature": (1e-3, 1e3),
           "step_size": (0.0, 10.0)}
@@ -36,8 +39,8 @@ _DOCSTRING = """Guidance of FMIP's flow-matching sampler at one step.
 
 The sampler integrates the flow from t = 0 (noise) to t = 1 (a MILP solution) in n_steps steps.
 At each step it draws 32 candidate integer assignments from the model and re-weights them by
-softmax(-z / temperature), where z is the standardised energy
-    weight_obj * (objective, normalised by max|c|, minimised) + weight_viol * (row violation);
+softmax(-z / temperature), where z is the standardised energy (the official one)
+    weight_obj * (c @ x, minimised) + weight_viol * ||relu(A x - b)||_2 (row violation);
 continuous variables take gradient steps of size step_size on the same energy.
 
 Args:
@@ -98,13 +101,14 @@ class FMIPGuidance(Evaluator):
         "discrete flow, continuous ones a linear-path flow). Write a schedule that, at each of "
         "the sampler's 10 steps, sets how strongly the objective and the constraint violation "
         "re-weight the candidate solutions, the softmax temperature of that re-weighting and "
-        "the gradient step on continuous variables. The sample seeds the HiGHS solver (its "
-        "most confident integer variables, up to 30%, are fixed) under a short time limit; "
-        "aim for a low primal gap. Families: set cover, combinatorial auction, independent "
+        "the gradient step on continuous variables. The samples seed the HiGHS solver "
+        "(neural diving: random 10% subsets of their integer values are fixed in short dives, "
+        "then the full problem is solved from the best) under a CPU-time budget; aim for a "
+        "low primal gap. Families: set cover, combinatorial auction, independent "
         "set, GISP, fixed-charge multi-commodity network flow."
     )
     direction = "minimize"
-    primary_metric = "primal_gap"
+    primary_metric = "primal_integral"
     template = _TEMPLATE
     instance_sets = ("train", "test")
     limits = Limits(timeout_s=120.0, cpu_s=240, memory_mb=8192)  # torch needs address space
@@ -112,11 +116,12 @@ class FMIPGuidance(Evaluator):
         "official_defaults": _TEMPLATE.baseline_source(),
         "unguided": f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(_UNGUIDED_BODY)}",
     }
-    # Time-limited runs on shared cores are not bit-reproducible: bands (upper bounds on the
-    # mean primal gap, measured about 0.04-0.07 on 2 loaded cores, with slack), see the tests.
+    # CPU-time-limited runs are not bit-reproducible: bands (upper bounds on the mean primal
+    # integral). Measured on train (1 CPU s, 4 samples): official_defaults 0.594 (final gap
+    # 0.038), unguided 0.512 (0.041); on the largest instances the sampling alone uses the budget.
     reference_figures = {
-        "official_defaults": {"train": {"primal_gap": 0.15}},
-        "unguided": {"train": {"primal_gap": 0.15}},
+        "official_defaults": {"train": {"primal_integral": 0.75}},
+        "unguided": {"train": {"primal_integral": 0.7}},
     }
     tags = ("milp", "flow matching", "fmip", "guidance", "highs")
 
@@ -138,6 +143,7 @@ class FMIPGuidance(Evaluator):
                                       seed=0)
         return {"x": None if res.x is None else res.x.tolist(), "stage": res.stage,
                 "n_fixed": res.n_fixed,
+                "trajectory": [[float(t), float(o)] for t, o in res.trajectory],
                 "sample_violation": float(instance["milp"].total_violation(sample.values))}
 
     def instance_time_limit(self, instance: dict) -> float:
@@ -154,10 +160,18 @@ class FMIPGuidance(Evaluator):
         except InfeasiblePoint as exc:
             raise InfeasibleSolution(f"{inst.name}: {exc}") from None
         obj = inst.objective(x)
-        return {"primal_gap": primal_gap(obj, min(obj, instance["best_known"])),
+        ref = min(obj, instance["best_known"])
+        traj = []  # child-timed, so informative; no entry may claim better than the verified point
+        for item in solution.get("trajectory") or []:
+            t, o = float(item[0]), float(item[1])
+            if math.isfinite(t) and math.isfinite(o):
+                traj.append((t, max(o, obj)))
+        horizon = float(instance["time_limit"])
+        integral = primal_integral(sorted(traj) + [(horizon, obj)], ref, horizon) / horizon
+        return {"primal_integral": integral, "primal_gap": primal_gap(obj, ref),
                 "objective": inst.user_objective(x),
                 "fixed_fraction": float(solution.get("n_fixed", 0)) / max(int(inst.is_int.sum()), 1),
-                "fallback": float(solution.get("stage") != "fixed")}
+                "fallback": float(solution.get("stage") != "dive")}
 
 
 @lru_cache(maxsize=1)

@@ -5,7 +5,7 @@ Public API:
 * :class:`MILPInstance` (``min c x, row_lo <= A x <= row_hi, lb <= x <= ub, x_I integer``),
   :func:`check_solution` / :class:`InfeasiblePoint`, :func:`primal_gap`;
 * generators (:data:`GENERATORS`, :func:`generate`): set cover, combinatorial auction,
-  independent set, GISP, fixed-charge multi-commodity network flow;
+  independent set (Gasse et al. 2019), general-integer cover, GISP, fixed-charge multi-commodity network flow;
 * HiGHS: :func:`solve_highs`, :func:`solve_lp`, :func:`read_mps`, :func:`write_mps`,
   :func:`primal_integral`;
 * hand-off to HiGHS (:func:`dive_and_solve`) and named seeded collections (:func:`collection`) and
@@ -14,8 +14,9 @@ Public API:
 """
 
 from ._generators import (GENERATORS, barabasi_albert, combinatorial_auction, fcmnf, generate,
-                          gisp, independent_set, set_cover)
-from ._highs import (HighsResult, LPRelaxation, primal_integral, read_mps, solve_highs, solve_lp,
+                          gisp, greedy_clique_partition, independent_set, integer_cover,
+                          set_cover)
+from ._highs import (HighsResult, LPRelaxation, cpu_now, primal_integral, read_mps, solve_highs, solve_lp,
                      write_mps)
 from ._handoff import HandoffResult, dive_and_solve, round_to_domain
 from ._sets import COLLECTIONS, FAMILIES, SIZES, collection, mps_collection
@@ -24,7 +25,7 @@ from ._instance import (FEAS_TOL, INT_TOL, InfeasiblePoint, MILPInstance, check_
 
 __all__ = [
     "GENERATORS", "generate", "set_cover", "combinatorial_auction", "independent_set", "gisp",
-    "fcmnf", "barabasi_albert", "HighsResult", "LPRelaxation", "solve_highs", "solve_lp",
+    "fcmnf", "barabasi_albert", "integer_cover", "greedy_clique_partition", "HighsResult", "LPRelaxation", "cpu_now", "solve_highs", "solve_lp",
     "read_mps", "write_mps", "primal_integral", "MILPInstance", "check_solution",
     "InfeasiblePoint", "primal_gap", "FEAS_TOL", "INT_TOL", "HandoffResult", "dive_and_solve",
     "round_to_domain", "COLLECTIONS", "FAMILIES", "SIZES", "collection", "mps_collection",

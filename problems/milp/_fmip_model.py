@@ -17,8 +17,10 @@ reference code ``Lhongpei/FMIP`` (``utils/flow_scheduler.py``, ``pl_gmip_model.p
   embedding of ``t``.
 
 Integer variables are encoded as classes ``x - lb`` in ``0..K-1`` (``K = 2``: the trained model
-covers binary variables; general integers with wider domains are out of scope here).
-Continuous variables are scaled to ``[0, 1]`` by their finite bounds (``1`` when unbounded).
+covers binary variables; on the general-integer family ``intcover`` it can only propose
+``lb..lb+K-1``, and the hand-off's full MIP has to find larger values: partial support).
+Continuous variables are scaled to ``[0, 1]`` by their finite bounds; with an infinite upper
+bound the scale is 1 and the scaled value lives in ``[0, inf)`` (:func:`to_box`).
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class GraphTensors:
     row_lo: torch.Tensor
     row_hi: torch.Tensor
     row_scale: torch.Tensor
+    c_raw: torch.Tensor  # the objective as given (the official guidance energy uses raw c)
+    hi_n: torch.Tensor  # scaled upper bound of each variable: 1, or +inf when ub is infinite
 
 
 def build_graph(inst: MILPInstance, x_lp: np.ndarray | None = None) -> GraphTensors:
@@ -80,7 +84,14 @@ def build_graph(inst: MILPInstance, x_lp: np.ndarray | None = None) -> GraphTens
     return GraphTensors(t(var_x), t(con_x), t(A.row, torch.long), t(A.col, torch.long),
                         t(A.data / row_scale[A.row]), t(inst.is_int, torch.bool), t(lb), t(scale),
                         t(inst.c / cmax), At.coalesce(), t(np.nan_to_num(inst.row_lo, posinf=1e30, neginf=-1e30)),
-                        t(np.nan_to_num(inst.row_hi, posinf=1e30, neginf=-1e30)), t(row_scale))
+                        t(np.nan_to_num(inst.row_hi, posinf=1e30, neginf=-1e30)), t(row_scale),
+                        t(inst.c), t(np.where(finite_ub, 1.0, np.inf)))
+
+
+def to_box(g: GraphTensors, xn: torch.Tensor) -> torch.Tensor:
+    """Project scaled continuous values onto their bounds: ``[0, 1]``, or ``[0, inf)`` when the
+    upper bound is infinite (no clamping to ``lb + 1``)."""
+    return torch.minimum(xn.clamp(min=0.0), g.hi_n)
 
 
 def time_embedding(t: torch.Tensor, dim: int) -> torch.Tensor:

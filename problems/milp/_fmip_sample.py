@@ -4,13 +4,14 @@ training loop.
 Guidance at each step ``t -> t + dt`` (official ``multimodal_guided_denoise_step_TFG``):
 
 1. the net gives ``p(x_1^I | x_t)`` and ``x_1^C`` hat; ``R`` integer candidates are drawn from
-   ``p``; each is scored by the target ``w_obj * c^T x + w_viol * sum_i viol_i(x)`` (objective
-   normalised by ``max|c|``, rows by their largest coefficient), standardised, and turned into
+   ``p``; each is scored by the official energy ``w_obj * c^T x + w_viol * ||relu(A x - b)||_2``
+   (raw ``c``, raw rows; both sides of a ranged row count), standardised, and turned into
    weights ``softmax(-z / temperature)``;
 2. the discrete step uses the weight-averaged rate ``sum_k w_k onehot(x_1^k) / (1 - t)``: the
    next state is drawn from ``dt * rate`` off the diagonal;
 3. the continuous part takes ``n_iter`` gradient steps of that target (through the net's
-   prediction, with one candidate drawn by weight) on ``x_t^C``, clamped to the bounds, and then
+   prediction, with one candidate drawn by weight) on ``x_t^C``, projected onto the bounds
+   (an infinite upper bound stays open), and then
    moves along the predicted velocity ``(x_1^C hat - x_t^C) / (1 - t)``.
 
 At the last step the rate collapses to the weighted empirical marginal of the candidates, whose
@@ -26,17 +27,19 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ._fmip_model import FMIPNet, GraphTensors, build_graph, joint_loss, labels_to_state, state_to_values
+from ._fmip_model import (FMIPNet, GraphTensors, build_graph, joint_loss, labels_to_state,
+                          state_to_values, to_box)
 from ._instance import MILPInstance
 
 DEFAULT_GUIDANCE = {"weight_obj": 0.002, "weight_viol": 1.0, "temperature": 1.0, "step_size": 0.1}
 
 
 def guidance_target(g: GraphTensors, x: torch.Tensor, weight_obj: float, weight_viol: float) -> torch.Tensor:
-    """Target of each row of ``x`` ([R, n] in real units): weighted objective + violation."""
+    """Energy of each row of ``x`` ([R, n] in real units), as in the official sampler:
+    ``weight_obj * c^T x + weight_viol * ||relu(A x - b)||_2`` with the raw ``c`` and rows."""
     ax = torch.sparse.mm(g.A, x.T).T  # [R, m]
-    viol = (F.relu(g.row_lo - ax) + F.relu(ax - g.row_hi)) / g.row_scale
-    return weight_obj * (x @ g.c) + weight_viol * viol.sum(1)
+    viol = F.relu(g.row_lo - ax) + F.relu(ax - g.row_hi)
+    return weight_obj * (x @ g.c_raw) + weight_viol * viol.norm(dim=1)
 
 
 def _rescale(grad: torch.Tensor, clip: float = 1.0) -> torch.Tensor:
@@ -80,7 +83,7 @@ def guided_sample(net: FMIPNet, inst: MILPInstance, n_steps: int = 10, n_candida
         logits, cont = net(g, state, t0)
         p = torch.softmax(logits[is_int], -1)
         cand = torch.multinomial(p, n_candidates, replacement=True, generator=gen).T  # [R, n_int]
-        cont_c = cont.clamp(0, 1)  # projection of the continuous prediction onto the bounds
+        cont_c = to_box(g, cont)  # projection of the continuous prediction onto the bounds
         X = (g.lb + g.scale * cont_c).expand(n_candidates, n).clone()
         X[:, is_int] = g.lb[is_int] + cand.float()
         z = guidance_target(g, X, w_obj, w_viol)
@@ -100,15 +103,15 @@ def guided_sample(net: FMIPNet, inst: MILPInstance, n_steps: int = 10, n_candida
                 for _ in range(int(n_iter)):
                     var = cx.clone().requires_grad_(True)
                     _, pred = net(g, var, t0)
-                    xv = torch.where(is_int, ival, g.lb + g.scale * pred.clamp(0, 1))
+                    xv = torch.where(is_int, ival, g.lb + g.scale * to_box(g, pred))
                     tgt = guidance_target(g, xv.unsqueeze(0), w_obj, w_viol).sum()
                     grad = torch.autograd.grad(tgt, var)[0]
                     grad = torch.where(is_int, torch.zeros_like(grad), grad)
-                    cx = torch.where(is_int, cx, (cx - float(gd["step_size"]) * _rescale(grad)).clamp(0, 1))
+                    cx = torch.where(is_int, cx, to_box(g, cx - float(gd["step_size"]) * _rescale(grad)))
             cx[is_int] = pick.float()
             _, pred = net(g, cx, t0)
             v = (pred - cx) / (1 - t0)
-            new_c = (cx + v * (t1 - t0)).clamp(0, 1)
+            new_c = to_box(g, cx + v * (t1 - t0))
         else:
             new_c = state
         if t1 < 1.0:

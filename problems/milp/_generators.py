@@ -1,15 +1,9 @@
-"""Seeded generators for the MILP families of FMIP's benchmark (Sec. 5, App. C), at CPU scale.
+"""Seeded generators for the MILP families of FMIP's benchmark (Sec. 5, App. C).
 
-Each follows the standard generator the learning-to-branch / ML4CO literature (and FMIP's data)
-uses, shrunk in size:
-
-* ``set_cover``: Balas & Ho (1980) as in Gasse et al. (2019) / Ecole: a random 0/1 matrix of a
-  given density where every row is covered at least twice; costs uniform in 1..100.
-* ``combinatorial_auction``: bids on bundles of items (Leyton-Brown et al. 2000 style, a reduced
-  "arbitrary relationships" scheme: bundles grow along an item-compatibility graph, prices are
-  the sum of private item values times a super-additive factor); each item sold at most once.
-* ``independent_set``: maximum independent set on a Barabasi-Albert graph, written with clique
-  inequalities from a greedy clique partition of the edges (as Ecole does).
+* ``set_cover``, ``combinatorial_auction``, ``independent_set``: Gasse et al. (2019)'s generators
+  with their guarantees and price rules (see :mod:`._gasse`);
+* ``intcover``: general integers and continuous variables with infinite upper bounds (ours,
+  :func:`._gasse.integer_cover`);
 * ``gisp``: generalized independent set (Colombi et al. 2017): removable edges carry a cost.
 * ``fcmnf``: fixed-charge multi-commodity network flow (continuous arc flows + binary arc
   design variables), the family with continuous variables.
@@ -20,124 +14,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ._gasse import (barabasi_albert, combinatorial_auction, greedy_clique_partition,
+                     independent_set, integer_cover, set_cover)
 from ._instance import MILPInstance
 
 INF = np.inf
-
-
-def set_cover(n_rows: int = 100, n_cols: int = 200, density: float = 0.05,
-              seed: int = 0) -> MILPInstance:
-    """min c x, A x >= 1, x binary (Balas & Ho)."""
-    rng = np.random.default_rng(seed)
-    nnz_per_row = max(2, int(round(density * n_cols)))
-    rows, cols = [], []
-    for i in range(n_rows):
-        chosen = rng.choice(n_cols, size=nnz_per_row, replace=False)
-        rows += [i] * nnz_per_row
-        cols += chosen.tolist()
-    # every column must appear somewhere, otherwise it is a dead variable
-    unused = np.setdiff1d(np.arange(n_cols), cols)
-    for j in unused:
-        rows.append(int(rng.integers(n_rows)))
-        cols.append(int(j))
-    A = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_rows, n_cols))
-    A.data[:] = 1.0  # duplicates summed above: keep it 0/1
-    c = rng.integers(1, 101, size=n_cols).astype(float)
-    return MILPInstance(f"setcover_{n_rows}x{n_cols}_s{seed}", c, A, np.ones(n_rows),
-                        np.full(n_rows, INF), np.zeros(n_cols), np.ones(n_cols),
-                        np.ones(n_cols, bool), family="setcover")
-
-
-def combinatorial_auction(n_items: int = 40, n_bids: int = 150, seed: int = 0,
-                          add_prob: float = 0.65, additivity: float = 0.2) -> MILPInstance:
-    """max sum price_b x_b, each item in at most one accepted bid, x binary."""
-    rng = np.random.default_rng(seed)
-    values = 1.0 + 99.0 * rng.random(n_items)  # common item values
-    compat = rng.random((n_items, n_items))
-    compat = (compat + compat.T) / 2
-    np.fill_diagonal(compat, 0.0)
-    bundles, prices = [], []
-    seen = set()
-    while len(bundles) < n_bids:
-        private = values + 10.0 * rng.standard_normal(n_items)  # bidder's private values
-        first = int(rng.choice(n_items, p=np.maximum(private, 1e-3) / np.maximum(private, 1e-3).sum()))
-        bundle = [first]
-        # grow the bundle along compatible items while a coin says so
-        while rng.random() < add_prob and len(bundle) < n_items:
-            w = compat[bundle].sum(axis=0)
-            w[bundle] = 0.0
-            if w.sum() <= 0:
-                break
-            bundle.append(int(rng.choice(n_items, p=w / w.sum())))
-        key = tuple(sorted(bundle))
-        if key in seen:
-            continue
-        seen.add(key)
-        price = private[list(key)].sum() * (1.0 + additivity * (len(key) - 1) / n_items)
-        if price <= 0:
-            continue
-        bundles.append(key)
-        prices.append(price)
-    rows = [i for b in bundles for i in b]
-    cols = [j for j, b in enumerate(bundles) for _ in b]
-    A = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_items, n_bids))
-    c = -np.round(np.asarray(prices), 2)  # stored as minimisation
-    return MILPInstance(f"cauction_{n_items}x{n_bids}_s{seed}", c, A, np.full(n_items, -INF),
-                        np.ones(n_items), np.zeros(n_bids), np.ones(n_bids), np.ones(n_bids, bool),
-                        sense=-1, family="cauctions")
-
-
-def barabasi_albert(n: int, m: int, rng: np.random.Generator) -> list[tuple[int, int]]:
-    """Edges of a Barabasi-Albert preferential-attachment graph (m edges per new node)."""
-    edges = [(i, j) for i in range(m + 1) for j in range(i + 1, m + 1)]
-    degree = np.zeros(n)
-    for i, j in edges:
-        degree[i] += 1
-        degree[j] += 1
-    for v in range(m + 1, n):
-        p = degree[:v] / degree[:v].sum()
-        targets = rng.choice(v, size=m, replace=False, p=p)
-        for t in targets:
-            edges.append((int(t), v))
-            degree[t] += 1
-            degree[v] += 1
-    return edges
-
-
-def _greedy_clique_partition(n: int, edges: list[tuple[int, int]]) -> list[list[int]]:
-    """Cover every edge by a clique, greedily from the highest-degree node (Ecole's scheme)."""
-    nbrs = [set() for _ in range(n)]
-    for i, j in edges:
-        nbrs[i].add(j)
-        nbrs[j].add(i)
-    left = [set(s) for s in nbrs]  # edges not yet covered
-    cliques = []
-    for v in sorted(range(n), key=lambda u: -len(nbrs[u])):
-        while left[v]:
-            clique = [v]
-            for u in sorted(left[v], key=lambda u: -len(left[u])):
-                if all(u in nbrs[w] for w in clique):
-                    clique.append(u)
-            for a in clique:
-                for b in clique:
-                    left[a].discard(b)
-            cliques.append(clique)
-    return cliques
-
-
-def independent_set(n_nodes: int = 150, affinity: int = 4, seed: int = 0) -> MILPInstance:
-    """max sum x_v, sum_{v in K} x_v <= 1 for each clique K of an edge clique cover."""
-    rng = np.random.default_rng(seed)
-    edges = barabasi_albert(n_nodes, affinity, rng)
-    cliques = _greedy_clique_partition(n_nodes, edges)
-    rows = [i for i, k in enumerate(cliques) for _ in k]
-    cols = [v for k in cliques for v in k]
-    A = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(cliques), n_nodes))
-    inst = MILPInstance(f"indset_{n_nodes}_s{seed}", -np.ones(n_nodes), A,
-                        np.full(len(cliques), -INF), np.ones(len(cliques)), np.zeros(n_nodes),
-                        np.ones(n_nodes), np.ones(n_nodes, bool), sense=-1, family="indset")
-    inst.meta["edges"] = edges
-    return inst
 
 
 def gisp(n_nodes: int = 60, edge_prob: float = 0.25, removable_frac: float = 0.5,
@@ -231,6 +112,7 @@ GENERATORS = {
     "setcover": set_cover,
     "cauctions": combinatorial_auction,
     "indset": independent_set,
+    "intcover": integer_cover,
     "gisp": gisp,
     "fcmnf": fcmnf,
 }

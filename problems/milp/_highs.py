@@ -4,6 +4,12 @@
 improving solutions (time, objective) recorded by HiGHS's ``cbMipImprovingSolution`` callback,
 from which the time to the first and to the best solution and the primal integral
 (Berthold 2013) are computed.
+
+Budgets are **CPU seconds of this process** (:func:`cpu_now`, ``time.process_time``) by default:
+on a shared machine wall-clock limits give a loaded run less work, so results would depend on
+the load. HiGHS's own ``time_limit`` is wall time; the CPU budget is enforced through its
+``cbMipInterrupt`` callback (wall time stays a safety net at 10x the budget + 5 s). Pass
+``clock="wall"`` for the old behaviour.
 """
 
 from __future__ import annotations
@@ -69,9 +75,18 @@ def from_highs_lp(lp: highspy.HighsLp, name: str = "model") -> MILPInstance:
     return inst
 
 
+def cpu_now() -> float:
+    """CPU seconds used by this process so far (all threads): the clock of every budget here."""
+    return time.process_time()
+
+
+CLOCKS = {"cpu": cpu_now, "wall": time.perf_counter}
+
+
 def _new_highs(threads: int = 1, seed: int = 0) -> highspy.Highs:
     h = highspy.Highs()
     h.silent()
+    h.setOptionValue("threads", int(threads))
     h.setOptionValue("random_seed", int(seed))
     h.setOptionValue("mip_rel_gap", 0.0)
     return h
@@ -151,16 +166,20 @@ def primal_integral(trajectory: list[tuple[float, float]], best: float, horizon:
 def solve_highs(inst: MILPInstance, time_limit: float = 10.0, hint: np.ndarray | None = None,
                 fix: dict[int, float] | None = None, lower: np.ndarray | None = None,
                 upper: np.ndarray | None = None, node_limit: int | None = None,
-                seed: int = 0, t_offset: float = 0.0) -> HighsResult:
-    """Solve the MILP with HiGHS.
+                seed: int = 0, t_offset: float = 0.0, clock: str = "cpu") -> HighsResult:
+    """Solve the MILP with HiGHS within ``time_limit`` seconds of ``clock`` (``"cpu"``: CPU
+    time of this process, enforced by an interrupt callback; ``"wall"``: HiGHS's time limit).
 
     ``hint``: a full starting point passed with ``setSolution`` (HiGHS completes/repairs it if it
     is partially infeasible). ``fix``: {column: value} fixed by setting both bounds (neural
     diving). ``lower``/``upper``: tightened bounds. ``t_offset`` is added to every recorded
-    time (so stages run one after another share one clock).
+    time (so stages run one after another share one clock). ``wall_s`` and the trajectory are
+    in ``clock`` seconds.
     """
+    now = CLOCKS[clock]
+    budget = float(max(time_limit, 1e-3))
     h = _new_highs(seed=seed)
-    h.setOptionValue("time_limit", float(max(time_limit, 1e-3)))
+    h.setOptionValue("time_limit", budget if clock == "wall" else 10 * budget + 5.0)
     if node_limit is not None:
         h.setOptionValue("mip_max_nodes", int(node_limit))
     lb, ub = inst.lb.copy(), inst.ub.copy()
@@ -175,19 +194,26 @@ def solve_highs(inst: MILPInstance, time_limit: float = 10.0, hint: np.ndarray |
     lp.col_lower_, lp.col_upper_ = _clip_inf(lb), _clip_inf(ub)
     h.passModel(lp)
     traj: list[tuple[float, float]] = []
-    start = time.perf_counter()
+    start = now()
 
     def on_improve(e):  # runs inside HiGHS at each new incumbent
-        traj.append((t_offset + time.perf_counter() - start, float(e.data_out.objective_function_value)))
+        traj.append((t_offset + now() - start, float(e.data_out.objective_function_value)))
+
+    def on_interrupt(e):  # HiGHS polls this during the MIP solve
+        if now() - start >= budget:
+            e.interrupt()
 
     h.cbMipImprovingSolution.subscribe(on_improve)
+    if clock == "cpu":  # the MIP loop and the LP solves inside it poll these
+        h.cbMipInterrupt.subscribe(on_interrupt)
+        h.cbSimplexInterrupt.subscribe(on_interrupt)
     if hint is not None:
         s = highspy.HighsSolution()
         s.col_value = np.asarray(hint, float).tolist()
         s.value_valid = True
         h.setSolution(s)
     h.run()
-    wall = time.perf_counter() - start
+    wall = now() - start
     info = h.getInfo()
     status = h.modelStatusToString(h.getModelStatus())
     has_sol = info.primal_solution_status == highspy.kSolutionStatusFeasible

@@ -43,8 +43,12 @@ from ._newton_schulz import MUON_QUINTIC, newton_schulz
 
 _NEGLIGIBLE = 1e-6  # relative size below which the residual is rounding noise
 
+# The reference constructor's defaults (``COSMOS(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+# lr_ratio=0.1, rank=64, weight_decay=0)``); ``gamma`` (the 0.2 on the residual) and
+# ``ns_steps`` are constants there. Before this was aligned the defaults here were betas
+# (0.9, 0.95), lr_ratio 1.0 and rank 16; callers that want other values pass them.
 COSMOS_DEFAULTS: dict[str, Any] = dict(
-    lr=1e-3, betas=(0.9, 0.95), eps=1e-8, lr_ratio=1.0, rank=16, gamma=0.2, nesterov=True,
+    lr=1e-3, betas=(0.9, 0.999), eps=1e-8, lr_ratio=0.1, rank=64, gamma=0.2, nesterov=True,
     weight_decay=0.0, ns_steps=5,
 )
 

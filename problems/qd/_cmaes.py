@@ -14,7 +14,12 @@ The emitters of CMA-ME / CMA-MAE / DMS rank the batch themselves (by improvement
   pyribs's on 10-D LP sphere after 270,000 evaluations: sigma grew more slowly);
 * covariance path with purecma's ``h_sigma`` stall test and the rank-one + rank-mu update
   (eqs. 45-47). pyribs 0.12 differs here: its rank-one term is scaled by ``c_1^2`` and its
-  ``p_c`` is not divided by ``sigma``; we keep Hansen's update.
+  ``p_c`` is not divided by ``sigma``. ``update="hansen"`` (default) keeps Hansen's update;
+  ``update="pyribs"`` reproduces pyribs 0.12's (``ribs.emitters.opt.CMAEvolutionStrategy``
+  with the truncation weights: that ``p_c``, the ``c_1^2`` rank-one term, its eigensystem
+  refresh test ``evals > last + gap`` and its symmetrisation ``max(C, C^T)``), so the two
+  implementations can be compared like for like (checked step by step against pyribs in the
+  tests when ``ribs`` is installed).
 
 The eigendecomposition of ``C`` is refreshed lazily, once every
 ``0.5 lambda / (n (c_1 + c_mu))`` evaluations (the amortisation of Hansen's ``purecma``, which
@@ -30,7 +35,10 @@ class CMAEvolutionStrategy:
     """One CMA-ES instance with ``batch_size`` (lambda) samples per iteration."""
 
     def __init__(self, solution_dim: int, sigma0: float, batch_size: int | None = None,
-                 seed: int | np.random.SeedSequence | None = None) -> None:
+                 seed: int | np.random.SeedSequence | None = None, update: str = "hansen") -> None:
+        if update not in ("hansen", "pyribs"):
+            raise ValueError(f"unknown CMA-ES update {update!r} (hansen, pyribs)")
+        self.update = update
         self.n = int(solution_dim)
         self.sigma0 = float(sigma0)
         self.batch_size = int(batch_size) if batch_size else 4 + int(3 * np.log(self.n))
@@ -67,9 +75,14 @@ class CMAEvolutionStrategy:
         return w, mueff, cc, cs, damps, c1, cmu
 
     def _update_eigensystem(self) -> None:
-        if self.evaluations - self._eig_at < self._lazy_gap:
-            return
-        self.cov = np.triu(self.cov) + np.triu(self.cov, 1).T  # enforce symmetry
+        if self.update == "pyribs":
+            if self.evaluations <= self._eig_at + self._lazy_gap:
+                return
+            self.cov = np.maximum(self.cov, self.cov.T)
+        else:
+            if self.evaluations - self._eig_at < self._lazy_gap:
+                return
+            self.cov = np.triu(self.cov) + np.triu(self.cov, 1).T  # enforce symmetry
         vals, vecs = np.linalg.eigh(self.cov)
         self.eigvals = np.maximum(vals, 1e-20)  # C is PSD in exact arithmetic
         self.eigvecs = vecs
@@ -106,11 +119,16 @@ class CMAEvolutionStrategy:
         ps_sq = float(self.ps @ self.ps)
         # purecma's stall test on the squared norm (same role as the tutorial's h_sigma)
         hsig = ps_sq / self.n / (1 - (1 - cs) ** (2 * self.generation)) < 2 + 4 / (self.n + 1)
-        self.pc = (1 - cc) * self.pc + hsig * np.sqrt(cc * (2 - cc) * mueff) * step
         ys = (parents - old_mean) / self.sigma
         rank_mu = (ys * w[:, None]).T @ ys
         c1a = c1 * (1 - (1 - hsig) * cc * (2 - cc))  # compensates the stalled p_c (tutorial eq. 47)
-        self.cov = (1 - c1a - cmu * w.sum()) * self.cov + c1 * np.outer(self.pc, self.pc) + cmu * rank_mu
+        if self.update == "pyribs":  # p_c in solution units, rank-one term times c1^2
+            self.pc = (1 - cc) * self.pc + hsig * np.sqrt(cc * (2 - cc) * mueff) * step * self.sigma
+            rank_one = c1 * c1 * np.outer(self.pc, self.pc)
+        else:
+            self.pc = (1 - cc) * self.pc + hsig * np.sqrt(cc * (2 - cc) * mueff) * step
+            rank_one = c1 * np.outer(self.pc, self.pc)
+        self.cov = (1 - c1a - cmu * w.sum()) * self.cov + rank_one + cmu * rank_mu
         # CSA in purecma's squared-norm form, exp(cs/d (||p_s||^2/n - 1) / 2), capped at e:
         # the variant the DMS experiments ran (pyribs follows purecma here).
         self.sigma *= np.exp(min(1.0, (cs / damps) * (ps_sq / self.n - 1) / 2))

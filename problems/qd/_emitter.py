@@ -46,13 +46,15 @@ class EvolutionStrategyEmitter:
     """A CMA-ES that proposes ``batch_size`` solutions per iteration.
 
     ``restart_archive`` supplies the restart points (the annealing archive in CMA-MAE, the
-    result archive in DMS -- the discount model holds no solutions).
+    result archive in DMS -- the discount model holds no solutions). ``cma_update``:
+    ``"hansen"`` or ``"pyribs"`` (see :class:`CMAEvolutionStrategy`).
     """
 
     def __init__(self, *, x0: np.ndarray, sigma0: float, batch_size: int | None = None,
                  ranker: str | Ranker = "imp", selection_rule: str = "mu",
                  restart_rule: str | int = "basic", restart_archive=None,
-                 seed: int | np.random.SeedSequence | None = None) -> None:
+                 seed: int | np.random.SeedSequence | None = None,
+                 cma_update: str = "hansen") -> None:
         self.x0 = np.asarray(x0, dtype=np.float64)
         self.ranker: Ranker = _RANKERS[ranker] if isinstance(ranker, str) else ranker
         if selection_rule not in ("mu", "filter"):
@@ -63,7 +65,8 @@ class EvolutionStrategyEmitter:
         self.selection_rule = selection_rule
         self.restart_rule = restart_rule
         self.restart_archive = restart_archive
-        self.opt = CMAEvolutionStrategy(len(self.x0), sigma0, batch_size, seed=seed)
+        self.opt = CMAEvolutionStrategy(len(self.x0), sigma0, batch_size, seed=seed,
+                                        update=cma_update)
         self.opt.reset(self.x0)
         self.batch_size = self.opt.batch_size
         self.restarts = 0

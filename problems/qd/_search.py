@@ -43,6 +43,7 @@ class QDConfig:
     restart_rule: str | int = "basic"
     learning_rate: float | None = None  # None: 0.01 for CMA-MAE, 0.1 for DMS, 1 for CMA-ME
     threshold_min: float = 0.0
+    cma_update: str = "hansen"  # "pyribs": pyribs 0.12's CMA-ES update (see CMAEvolutionStrategy)
     grid_dims: tuple[int, ...] | None = None  # the result archive: a grid with these dims ...
     centroids: Any = field(default=None, compare=False, repr=False)  # ... or a CVT on these
     discount: DiscountModelConfig = DiscountModelConfig()
@@ -126,7 +127,8 @@ class QDSearch:
             EvolutionStrategyEmitter(x0=domain.initial_solution(), sigma0=config.sigma0,
                                      batch_size=config.batch_size, ranker=ranker or config.ranker,
                                      selection_rule=config.selection_rule, restart_rule=config.restart_rule,
-                                     restart_archive=restart_from, seed=s)
+                                     restart_archive=restart_from, seed=s,
+                                     cma_update=config.cma_update)
             for s in emitter_seed.spawn(config.num_emitters)
         ]
         self.iterations = 0

@@ -25,7 +25,7 @@ def compiled(source: str, entry: str = "guidance"):
 
 
 def test_declaration(ev):
-    assert ev.name == "fmip_guidance" and ev.primary_metric == "primal_gap"
+    assert ev.name == "fmip_guidance" and ev.primary_metric == "primal_integral"
     assert isinstance(inspect.getattr_static(FMIPGuidance, "solve"), staticmethod)
     assert ev.limits.memory_mb >= 8192
     assert set(ev.baselines) == {"official_defaults", "unguided"}
@@ -50,7 +50,7 @@ def test_baseline_scores_within_band_and_forgery_rejected(ev):
     sols = [json.loads(json.dumps(ev.solve(h, i))) for i in insts]
     per = [ev.score(i, s) for i, s in zip(insts, sols)]
     agg = ev.aggregate(per)
-    assert agg["primal_gap"] <= ev.reference_figures["official_defaults"]["train"]["primal_gap"]
+    assert agg["primal_integral"] <= ev.reference_figures["official_defaults"]["train"]["primal_integral"]
     with pytest.raises(InfeasibleSolution):
         ev.score(insts[0], {**sols[0], "x": [0.0] * insts[0]["milp"].n_vars})
     with pytest.raises(InfeasibleSolution):

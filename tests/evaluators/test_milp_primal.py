@@ -29,19 +29,20 @@ def baseline_runs(ev):
     out = {}
     for name in ("lp_fix_integral", "lp_hint_only"):
         h = compiled(ev.baselines[name])
-        start = time.perf_counter()
+        start = time.process_time()
         sols = [json.loads(json.dumps(ev.solve(h, inst))) for inst in ev.load_instances("train")]
-        out[name] = (sols, time.perf_counter() - start)
+        out[name] = (sols, time.process_time() - start)
     return out
 
 
 def test_declaration(ev):
     assert ev.name == "milp_primal" and ev.direction == "minimize"
-    assert ev.primary_metric == "primal_gap" and set(ev.instance_sets) == {"train", "test"}
+    assert ev.primary_metric == "primal_integral" and set(ev.instance_sets) == {"train", "test"}
     assert isinstance(inspect.getattr_static(MILPPrimal, "solve"), staticmethod)
     assert "def primal_heuristic(" in ev.baseline_source()
     insts = ev.load_instances("train")
-    assert {i["milp"].family for i in insts} == {"setcover", "cauctions", "indset", "gisp", "fcmnf"}
+    assert {i["milp"].family for i in insts} == {"setcover", "cauctions", "indset", "intcover", "gisp",
+                                                      "fcmnf"}
     assert any((~i["milp"].is_int).any() for i in insts)  # a family with continuous variables
 
 
@@ -50,10 +51,10 @@ def test_baselines_score_within_band(ev, baseline_runs):
     for name, (sols, wall) in baseline_runs.items():
         per = [ev.score(i, s) for i, s in zip(insts, sols)]
         agg = ev.aggregate(per)
-        assert agg["primal_gap"] <= ev.reference_figures[name]["train"]["primal_gap"], (name, agg)
+        assert agg["primal_integral"] <= ev.reference_figures[name]["train"]["primal_integral"], (name, agg)
         assert all(0.0 <= m["primal_gap"] <= 1.0 for m in per)
         assert all(0.0 <= m["primal_integral"] <= 1.0 for m in per)
-        assert wall < 10.0  # the agent scores hundreds of candidates on this set
+        assert wall < 6 * 1.0 + 3.0  # CPU s: six instances at 1 CPU s each, plus loading
     fixed = [s["n_fixed"] for s in baseline_runs["lp_fix_integral"][0]]
     assert sum(fixed) > 0 and all(s["n_fixed"] == 0 for s in baseline_runs["lp_hint_only"][0])
 
@@ -80,7 +81,9 @@ def test_heuristic_time_counts_against_budget(ev):
     inst = ev.load_instances("train")[0]
 
     def slow(x_lp, reduced_cost, c, A, row_lo, row_hi, lb, ub, is_int):
-        time.sleep(0.3)
+        end = time.process_time() + 0.3  # the budget is CPU time: burn it
+        while time.process_time() < end:
+            pass
         return np.round(x_lp), np.zeros_like(x_lp)
 
     sol = ev.solve(slow, inst)

@@ -16,6 +16,7 @@ SMALL = {
     "setcover": {"n_rows": 30, "n_cols": 60, "density": 0.1},
     "cauctions": {"n_items": 12, "n_bids": 30},
     "indset": {"n_nodes": 30, "affinity": 3},
+    "intcover": {"n_rows": 8, "n_cols": 16, "n_budget": 2, "density": 0.3},
     "gisp": {"n_nodes": 12, "edge_prob": 0.3},
     "fcmnf": {"n_nodes": 5, "n_arcs": 10, "n_commodities": 2},
 }
@@ -58,15 +59,27 @@ def test_sampler_values_in_domain(family):
     np.testing.assert_allclose(s.final_probs.sum(1), 1.0, atol=1e-5)
 
 
-def test_guidance_target_is_weighted_objective_plus_violation():
+def test_guidance_target_is_the_official_energy():
     inst = generate("setcover", 0, **SMALL["setcover"])
     g = fmip.build_graph(inst)
-    x = torch.zeros(1, inst.n_vars)  # violates every covering row by 1
+    x = torch.zeros(1, inst.n_vars)  # violates every covering row by 1: L2 norm sqrt(m)
     val = fmip.guidance_target(g, x, 0.5, 2.0).item()
-    assert val == pytest.approx(2.0 * inst.n_rows)
-    x = torch.ones(1, inst.n_vars)  # feasible: only the normalised objective remains
+    assert val == pytest.approx(2.0 * np.sqrt(inst.n_rows), rel=1e-5)
+    x = torch.ones(1, inst.n_vars)  # feasible: only the raw objective remains
     val = fmip.guidance_target(g, x, 0.5, 2.0).item()
-    assert val == pytest.approx(0.5 * inst.c.sum() / np.abs(inst.c).max(), rel=1e-5)
+    assert val == pytest.approx(0.5 * inst.c.sum(), rel=1e-5)
+
+
+def test_unbounded_continuous_not_clamped():
+    from hifo.problems.milp._fmip_model import to_box
+    inst = generate("intcover", 0, **SMALL["intcover"])
+    g = fmip.build_graph(inst)
+    out = to_box(g, torch.full((inst.n_vars,), 7.5))
+    assert torch.all(out == 7.5)  # infinite upper bounds stay open (no clamp to lb + 1)
+    fc = generate("fcmnf", 0, **SMALL["fcmnf"])
+    g = fmip.build_graph(fc)
+    assert torch.all(to_box(g, torch.full((fc.n_vars,), 7.5)) == 1.0)
+    assert torch.all(to_box(g, torch.full((fc.n_vars,), -1.0)) == 0.0)
 
 
 @pytest.mark.slow
@@ -96,4 +109,4 @@ def test_committed_weights_hand_off_feasible():
     inst = generate("fcmnf", 3, **SMALL["fcmnf"])
     sample, res = fmip.fmip_solve(net, inst, time_limit=2.0, n_steps=5, n_candidates=8)
     check_solution(inst, res.x)
-    assert res.stage in ("fixed", "full")
+    assert res.stage in ("dive", "full") and res.n_fixed == int(0.1 * inst.is_int.sum())

@@ -12,6 +12,7 @@ SMALL = {
     "setcover": {"n_rows": 40, "n_cols": 80, "density": 0.08},
     "cauctions": {"n_items": 15, "n_bids": 40},
     "indset": {"n_nodes": 40, "affinity": 3},
+    "intcover": {"n_rows": 10, "n_cols": 20, "n_budget": 2, "density": 0.3},
     "gisp": {"n_nodes": 15, "edge_prob": 0.3},
     "fcmnf": {"n_nodes": 6, "n_arcs": 14, "n_commodities": 3},
 }
@@ -44,13 +45,21 @@ def test_generators_are_seeded():
 def test_family_structure():
     sc = generate("setcover", 0, **SMALL["setcover"])
     assert set(np.unique(sc.A.data)) == {1.0} and np.all(sc.row_lo == 1) and sc.is_int.all()
-    assert np.all(np.diff(sc.A.indptr) >= 2)  # Balas-Ho: each row coverable twice
-    assert np.all(np.bincount(sc.A.indices, minlength=sc.n_vars) >= 1)
+    # Gasse et al.'s Balas-Ho: every row covered by >= 1 column, every column covers >= 2 rows
+    assert np.all(np.diff(sc.A.indptr) >= 1)
+    assert np.all(np.bincount(sc.A.indices, minlength=sc.n_vars) >= 2)
+    assert sc.A.nnz == int(40 * 80 * 0.08)
     ind = generate("indset", 0, **SMALL["indset"])
     cols = [set(ind.A.indices[ind.A.indptr[r]:ind.A.indptr[r + 1]]) for r in range(ind.n_rows)]
-    for i, j in ind.meta["edges"]:  # the clique cover forbids every edge
+    for i, j in ind.meta["edges"]:  # clique rows plus uncovered edges forbid every edge
         assert any(i in k and j in k for k in cols)
+    for k in cols:  # every row is a clique of the graph
+        assert all((min(a, b), max(a, b)) in {(min(e), max(e)) for e in ind.meta["edges"]}
+                   for a in k for b in k if a != b)
     assert ind.sense == -1 and np.all(ind.row_hi == 1)
+    ic = generate("intcover", 0, **SMALL["intcover"])
+    assert np.all(np.isinf(ic.ub)) and ic.is_int.any() and (~ic.is_int).any()
+    assert ic.A.max() > 1  # general integer coefficients
     fc = generate("fcmnf", 0, **SMALL["fcmnf"])
     assert (~fc.is_int).sum() == len(fc.meta["arcs"]) * len(fc.meta["od"])  # continuous flows
     assert fc.is_int.sum() == len(fc.meta["arcs"])
@@ -67,7 +76,7 @@ def test_checker_catches_violations(solved):
     bad = x.copy(); bad[0] = np.nan
     with pytest.raises(InfeasiblePoint, match="non-finite"):
         check_solution(inst, bad)
-    bad = x.copy(); bad[0] = inst.ub[0] + 1.0
+    bad = x.copy(); bad[0] = inst.lb[0] - 1.0
     with pytest.raises(InfeasiblePoint, match="bound"):
         check_solution(inst, bad)
     j = int(np.flatnonzero(inst.is_int)[0])
@@ -75,7 +84,7 @@ def test_checker_catches_violations(solved):
     with pytest.raises(InfeasiblePoint, match="integrality"):
         check_solution(inst, bad)
     # a point inside the bounds and integral that violates a row
-    if inst.family in ("setcover",):
+    if inst.family in ("setcover", "intcover"):
         viol = np.zeros(inst.n_vars)
     elif inst.family == "fcmnf":
         viol = np.zeros(inst.n_vars)  # no flow: demands unmet
@@ -99,7 +108,7 @@ def test_mps_round_trip(tmp_path, solved):
 def test_highs_fixing_hint_and_trajectory(solved):
     inst, res = solved
     j = int(np.flatnonzero(inst.is_int)[0])
-    val = 1.0 - round(res.x[j])
+    val = 1.0 - round(res.x[j]) if inst.ub[j] == 1 else round(res.x[j]) + 1.0
     fixed = solve_highs(inst, time_limit=10.0, fix={j: val})
     if fixed.x is not None:
         assert fixed.x[j] == val and fixed.objective >= res.objective - 1e-6
@@ -117,15 +126,41 @@ def test_primal_gap_and_integral():
     assert primal_integral([(0.5, 2.0), (1.0, 1.0)], 1.0, 2.0) == pytest.approx(0.5 + 0.5 * 0.5)
 
 
-def test_dive_falls_back_when_fixing_is_infeasible():
+def test_dive_then_full_mip_never_locks_in_a_wrong_fixing():
     inst = generate("setcover", 1, **SMALL["setcover"])
-    # fixing every column to 0 leaves the cover infeasible: the full MIP must take over
-    res = dive_and_solve(inst, np.zeros(inst.n_vars), np.ones(inst.n_vars), 0.5, time_limit=5.0)
-    assert res.stage == "full" and res.n_fixed == inst.n_vars
-    check_solution(inst, res.x)
-    good = solve_highs(inst, time_limit=5.0).x
-    res2 = dive_and_solve(inst, good, np.ones(inst.n_vars), 0.5, time_limit=5.0)
-    assert res2.stage == "fixed" and np.allclose(res2.x, good)
+    opt = solve_highs(inst, time_limit=5.0)
+    # every dive fixes columns to 0: some dives are infeasible, the full MIP still reaches the optimum
+    res = dive_and_solve(inst, np.zeros(inst.n_vars), np.ones(inst.n_vars), 0.5, time_limit=5.0,
+                         fix_fraction=0.5, n_dives=4)
+    assert res.stage in ("full", "dive") and res.n_fixed == inst.n_vars // 2
+    assert len(res.dives) == 4
+    assert inst.objective(check_solution(inst, res.x)) == pytest.approx(opt.objective)
+    objs = [o for _, o in res.trajectory]
+    assert objs == sorted(objs, reverse=True) and len(set(objs)) == len(objs)
+    # random subsets: two seeds fix different sets (same size)
+    a = dive_and_solve(inst, opt.x, np.ones(inst.n_vars), 0.5, time_limit=2.0, seed=1, n_dives=2)
+    assert a.objective == pytest.approx(opt.objective) and a.n_fixed == int(0.1 * inst.n_vars)
+    with pytest.raises(ValueError):
+        dive_and_solve(inst, np.zeros((2, inst.n_vars)), np.ones(inst.n_vars))
+
+
+def test_cpu_budget_is_enforced():
+    import time
+    inst = generate("cauctions", 200, n_items=100, n_bids=500)  # HiGHS does not finish in 0.3 s
+    start = time.process_time()
+    res = solve_highs(inst, time_limit=0.3)
+    used = time.process_time() - start
+    assert res.status == "Interrupted by user" and used < 0.3 + 0.6  # LP/presolve granularity
+    assert all(t <= res.wall_s + 1e-9 for t, _ in res.trajectory)
+
+
+def test_gasse_auction_substitutable_bids():
+    inst = generate("cauctions", 4, n_items=30, n_bids=120)
+    assert inst.n_vars == 120 and inst.sense == -1 and np.all(inst.c < 0)
+    dummy = inst.A[30:]  # XOR rows of bidders with more than two bids
+    assert dummy.shape[0] > 0
+    per = np.diff(dummy.indptr)
+    assert np.all((per >= 3) & (per <= 6))  # first bid + at most 5 substitutes
 
 
 def test_mps_collection_reads_a_directory(tmp_path):

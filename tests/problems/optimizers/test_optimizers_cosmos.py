@@ -42,7 +42,7 @@ def test_full_rank_is_adam_when_the_eigenbasis_is_the_coordinate_basis():
     f64 = dict(dtype=torch.float64)  # float64, so that rounding in the eigenbasis does not blur the identity
     Q, _ = torch.linalg.qr(torch.randn(m, n, **f64))
     a, b = torch.nn.Parameter(torch.zeros(m, n, **f64)), torch.nn.Parameter(torch.zeros(m, n, **f64))
-    cosmos = COSMOS([a], lr=1.0, rank=n, betas=(0.9, 0.95), nesterov=False, eps=1e-12)
+    cosmos = COSMOS([a], lr=1.0, lr_ratio=1.0, rank=n, betas=(0.9, 0.95), nesterov=False, eps=1e-12)
     adam = torch.optim.Adam([b], lr=1.0, betas=(0.9, 0.95), eps=1e-12)
     for _ in range(6):
         da, db = step_pair(cosmos, adam, a, b, Q @ torch.diag(torch.rand(n, **f64) * 2 - 1))
@@ -98,11 +98,17 @@ def test_update_rms_is_lr_times_ratio_for_any_rank():
             assert rms == pytest.approx(0.005, rel=1e-4)
 
 
+def test_defaults_are_the_reference_constructors():
+    from hifo.problems.optimizers._cosmos import COSMOS_DEFAULTS
+    assert COSMOS_DEFAULTS["betas"] == (0.9, 0.999) and COSMOS_DEFAULTS["lr_ratio"] == 0.1
+    assert COSMOS_DEFAULTS["rank"] == 64 and COSMOS_DEFAULTS["lr"] == 1e-3
+
+
 def test_vectors_get_adamw_and_bad_options_are_refused():
     v = torch.nn.Parameter(torch.zeros(5))
     w = torch.nn.Parameter(torch.zeros(5))
     ours = COSMOS([v], lr=1e-2)
-    ref = torch.optim.AdamW([w], lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0)
+    ref = torch.optim.AdamW([w], lr=1e-2, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
     for _ in range(3):
         g = torch.randn(5)
         v.grad, w.grad = g.clone(), g.clone()
