@@ -154,6 +154,11 @@ def _drive(go, cfg, run_dir: Optional[Path]) -> None:
         _fail(_one_line(exc), 3)
     except (RunError, IsolationUnavailable, ValueError, FileNotFoundError) as exc:
         _fail(_one_line(exc), 2)
+    except Exception as exc:  # noqa: BLE001 - a crash: the run is marked 'failed' and can be resumed
+        if _DEBUG["on"]:
+            raise
+        where = f"; after fixing the cause: hifo resume {prog.run_dir}" if prog.run_dir else ""
+        _fail(f"the run crashed: {type(exc).__name__}: {_one_line(exc)}{where} (--debug shows the traceback)", 1)
     _print_summary(path, summary)
 
 

@@ -62,39 +62,37 @@ def check_inputs(cfg: RunConfig) -> Any:
 
 
 def check_model(model: str, timeout_s: float = 30.0) -> str | None:
-    """One short call to a remote model (an API key check first for litellm providers). Returns a
-    one-line note of what was checked, None for local and replay models (their files are checked by
-    :func:`check_inputs`). Raises :class:`PreflightError` carrying the provider's message."""
-    from hifo.agents.llm.factory import parse_spec
+    """One short call (at most 4 tokens, no retries, no cache) to a remote model. Returns a one-line note
+    of what was checked, None for local and replay models (their files are checked by
+    :func:`check_inputs`). Raises :class:`PreflightError` carrying the provider's message, and for a
+    litellm provider the API key variables it found missing."""
+    from hifo.agents.llm import factory
 
-    spec = parse_spec(model)
+    spec = factory.parse_spec(model)
     if spec.kind in ("local", "replay"):
         return None
-    backend: Any
-    if spec.kind == "openai":
-        from hifo.agents.llm.openai_client import OpenAIClient
-
-        backend = OpenAIClient(spec.target, spec.base_url, timeout=timeout_s)
-    else:
-        from hifo.agents.llm.litellm_client import LiteLLMClient, import_litellm
-
-        litellm = import_litellm()
-        try:
-            env = litellm.validate_environment(model=spec.target)
-        except Exception:  # an unknown provider: the call below says what is wrong
-            env = {}
-        missing = env.get("missing_keys") or []
-        if env and not env.get("keys_in_environment", True) and missing:
-            raise PreflightError(f"--model {model}: missing API key: set {', '.join(missing)} "
-                                 "(or skip this check with --no-check)")
-        backend = LiteLLMClient(spec.target, api_base=spec.base_url, timeout=timeout_s)
     try:
-        backend.complete([{"role": "user", "content": "Reply with the word OK."}], n=1, temperature=0.0,
-                         max_tokens=4)
+        client = factory.make_client(model, timeout_s=timeout_s, max_tries=1)
+        client.complete([{"role": "user", "content": "Reply with the word OK."}], n=1, temperature=0.0,
+                        max_tokens=4)
     except Exception as exc:  # noqa: BLE001 - any provider error is the message we want to show
-        raise PreflightError(f"--model {model} is not usable: {type(exc).__name__}: {_one_line(exc)[:300]} "
-                             "(skip this check with --no-check)") from exc
+        cause = exc.__cause__ or exc
+        raise PreflightError(f"--model {model} is not usable: {type(cause).__name__}: {_one_line(exc)[:300]}"
+                             f"{_missing_keys(spec)} (skip this check with --no-check)") from exc
     return f"model {model} answered"
+
+
+def _missing_keys(spec: Any) -> str:
+    if spec.kind != "litellm":
+        return ""
+    try:
+        from hifo.agents.llm.litellm_client import import_litellm
+
+        env = import_litellm().validate_environment(model=spec.target)
+    except Exception:  # noqa: BLE001 - an unknown provider: the provider's message says enough
+        return ""
+    missing = env.get("missing_keys") or []
+    return f"; missing API key: set {', '.join(missing)}" if missing and not env.get("keys_in_environment") else ""
 
 
 def read_heuristic(path: Path) -> str:
