@@ -101,3 +101,24 @@ def test_plugin_file_spec_in_a_run_and_clear_errors(tmp_path, monkeypatch, make_
     assert res.exit_code == 2 and "defines no 'Nope'" in res.output
     res = runner.invoke(app, ["run", "-p", f"{tmp_path / 'absent.py'}:X"])
     assert res.exit_code == 2 and "does not exist" in res.output
+
+
+def test_plugin_on_pythonpath_is_importable_in_the_sandbox(tmp_path, monkeypatch):
+    """An evaluator package found through PYTHONPATH (not installed): the sandbox, which gets no
+    PYTHONPATH, is given the package's folder."""
+    import importlib
+
+    from hifo.agents.evaluation import CandidateEvaluator
+    from hifo.agents.scaffold import EVALUATOR
+
+    pkg = tmp_path / "site" / "my_pkg15"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "knap.py").write_text(EVALUATOR.format(name="knap15", cls="Knap15"))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    cls = importlib.import_module("my_pkg15.knap").Knap15
+    assert plugin_sys_path(cls) == (str(tmp_path / "site"),)
+    ev = cls()
+    with LocalExecutor(max_workers=1) as ex:
+        score = CandidateEvaluator(ev, "train", ex).evaluate(ev.baselines["ratio"])
+    assert score.feasible, score.error
