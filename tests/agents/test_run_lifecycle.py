@@ -170,3 +170,45 @@ def test_version_and_unexpected_errors_are_one_line(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, "--debug", "show", str(tmp_path / "r")], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 1 and "Traceback" in out.stderr
+
+
+def test_sigint_in_a_real_process_then_resume(tmp_path, make_fake_model):
+    """The real `hifo` process: SIGINT mid-run exits 130 with the resume command; `hifo resume`
+    (the same replayed model) finishes the run."""
+    import os
+    import signal
+    import time
+
+    from hifo.agents.llm.replay import RecordingClient
+    from hifo.sandbox import LocalExecutor
+
+    cassette = tmp_path / "c.jsonl"
+    common = dict(problem="bpp_online", generations=2, population=2, offspring=3, init_samples=3, hyper_lambda=2,
+                  seed=4, test_set="train", workers=1)
+    with LocalExecutor(max_workers=2) as ex:
+        start_run(RunConfig(model="fake", kb=str(tmp_path / "kb0"), run_dir=str(tmp_path / "rec"), **common),
+                  client=RecordingClient(make_fake_model(), cassette), executor=ex)
+    run_dir = tmp_path / "run"
+    cli = [sys.executable, "-m", "hifo.agents.cli"]
+    args = ["run", "-p", "bpp_online", "--model", f"replay:{cassette}", "-g", "2", "-n", "2", "--offspring", "3",
+            "--seed", "4", "--test-set", "train", "--workers", "1", "--kb", str(tmp_path / "kb"), "--run-dir",
+            str(run_dir), "--config", str(tmp_path / "run.toml")]
+    (tmp_path / "run.toml").write_text("[run]\ninit_samples = 3\nhyper_lambda = 2\n")
+    p = subprocess.Popen([*cli, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    deadline = time.time() + 120
+    for line in p.stdout:
+        seen.append(line)
+        if line.strip().startswith("[1/") or time.time() > deadline:  # the first evaluation is in
+            break
+    os.kill(p.pid, signal.SIGINT)
+    rest, _ = p.communicate(timeout=120)
+    out = "".join(seen) + rest
+    assert p.returncode == 130, out
+    assert f"hifo resume {run_dir}" in out and "Traceback" not in out
+    rows = json.loads(subprocess.run([*cli, "runs", "--json", "--root", str(tmp_path)], capture_output=True,
+                                     text=True, timeout=60).stdout)
+    assert {r["run"]: r["status"] for r in rows}[str(run_dir)] == "interrupted"
+    res = subprocess.run([*cli, "resume", str(run_dir)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert json.loads((run_dir / "summary.json").read_text())["generations"] == 3
