@@ -329,12 +329,22 @@ def evaluate(
 
 @app.command()
 def doctor(as_json: bool = typer.Option(False, "--json"),
-           no_smoke: bool = typer.Option(False, "--no-smoke", help="skip the one-token test of the embedded model")
+           no_smoke: bool = typer.Option(False, "--no-smoke", help="skip the one-token test of the embedded model"),
+           model: Optional[str] = typer.Option(None, "--model", "-m", help="also make the pre-flight call "
+                                               "`hifo run` makes to this model (exit 2 when it fails)")
            ) -> None:
     """Which model backends, isolation layers and optional packages this machine has; how llama.cpp was
     built, and whether the embedded model generates here (in a child process)."""
     from hifo.agents.report import doctor_report
 
+    if model is not None:
+        from hifo.agents.preflight import PreflightError, check_model
+
+        try:
+            note = check_model(model)
+        except (PreflightError, ValueError) as exc:
+            _fail(_one_line(exc), 2)
+        console.print(f"[bold]model[/] {note or f'{model}: a local or replay model (no call needed)'}")
     rep = doctor_report(smoke=not no_smoke)
     if as_json:
         print(json.dumps(rep, indent=2, default=str))

@@ -212,3 +212,46 @@ def test_sigint_in_a_real_process_then_resume(tmp_path, make_fake_model):
     res = subprocess.run([*cli, "resume", str(run_dir)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     assert json.loads((run_dir / "summary.json").read_text())["generations"] == 3
+
+
+def test_doctor_model_check(fake_backend, make_fake_model):
+    res = runner.invoke(app, ["doctor", "--no-smoke", "--model", "openai/x@http://127.0.0.1:9/v1"])
+    assert res.exit_code == 2 and "is not usable: APIConnectionError" in res.output
+    fake_backend(make_fake_model())
+    res = runner.invoke(app, ["doctor", "--no-smoke", "--model", "openai/fake"])
+    assert res.exit_code == 0 and "model openai/fake answered" in res.output
+
+
+def test_live_progress_shows_generation_evaluations_best_and_spend(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from hifo.agents.progress import RunProgress
+    from hifo.agents.rundb import RunStore
+
+    store = RunStore(tmp_path / "run.sqlite")
+    store.add_prompt(generation=0, operator="i1", messages=[], principle_ids=[], reply="x",
+                     usage={"prompt_tokens": 100, "completion_tokens": 20, "cost_usd": 0.0125})
+    store.close()
+    buf = io.StringIO()
+    con = Console(file=buf, force_terminal=True, width=200)
+    with RunProgress(con, generations=3, max_wall_s=600) as prog:
+        prog.on_event("start", {"run_dir": str(tmp_path)})
+        prog.on_event("seed", {"baselines": ["a", "b"]})
+        prog.on_event("foresight", {"generation": 1, "regime": "explore", "reason": "stagnation", "directive": "",
+                                    "numbers": {"stagnation": 2, "code_diversity": 0.5, "behaviour_diversity": 0.4}})
+        prog.on_event("propose", {"generation": 1, "prompts": 2, "replies": 2, "new": 3, "hyper": 1,
+                                  "stop_reason": None, "errors": 1, "error": "AuthenticationError: bad key"})
+        prog.on_event("evaluated", {"generation": 1, "id": "g1-000", "operator": "e1", "feasible": True,
+                                    "objective": 4.25, "error": None, "done": 1, "total": 4})
+        prog.on_event("select", {"generation": 1, "population": [], "best": 4.25, "best_id": "g1-000"})
+        prog.progress.refresh()
+        info = prog.progress.tasks[0].fields["info"]
+    assert "evals 1/6 (5 pending)" in info and "best 4.25" in info and "explore" in info
+    assert "1 calls, 120 tok, $0.0125" in info and "wall budget left" in info
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buf.getvalue())
+    assert "gen 1/3" in text and "wall budget left" in text  # the live bar was drawn
+    assert f"run directory: {tmp_path}" in text and "AuthenticationError: bad key" in text
