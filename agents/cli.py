@@ -91,6 +91,8 @@ def run(
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file with run settings (a \\[run] table)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="do not reuse replies from the shared response cache"),
     no_check: bool = typer.Option(False, "--no-check", help="skip the pre-flight call to the model"),
+    target: Optional[float] = typer.Option(None, "--target", help="stop once the best reaches this metric value"),
+    patience: Optional[int] = typer.Option(None, "--patience", help="stop after N generations without a new best"),
 ) -> None:
     """Launch a heuristic search."""
     import tomllib
@@ -109,7 +111,7 @@ def run(
                      seed=seed, train_set=train_set, test_set=test_set, workers=workers,
                      record=str(record) if record else None, distill=False if no_distill else None,
                      model_principles=model_principles, isolation=isolation, executor=executor, address=address,
-                     llm_cache=False if no_cache else None)
+                     llm_cache=False if no_cache else None, target=target, patience=patience)
     try:
         cfg = load_config(config, overrides)
     except ValidationError as exc:

@@ -30,6 +30,8 @@ class RunConfig(BaseModel):
     max_cost: float | None = Field(None, ge=0)
     max_calls: int | None = Field(None, ge=1)
     max_wall_s: float | None = Field(None, gt=0)
+    target: float | None = Field(None, description="stop once the best reaches this value of the primary metric")
+    patience: int | None = Field(None, ge=1, description="stop after this many generations without a new best")
     seed: int = 0
     temperature: float = Field(1.0, ge=0, le=2)
     max_tokens: int = Field(384, ge=16, le=8192)
@@ -87,7 +89,8 @@ def load_config(path: str | Path | None, overrides: dict[str, Any]) -> RunConfig
 _FLAGS = {"max_wall_s": "--max-wall", "distill": "--no-distill", "llm_cache": "--no-cache"}
 _CLI_FIELDS = {"problem", "model", "generations", "population", "offspring", "max_evaluations", "max_cost",
                "max_calls", "max_wall_s", "run_dir", "kb", "seed", "train_set", "test_set", "workers", "record",
-               "distill", "model_principles", "isolation", "executor", "address", "llm_cache"}
+               "distill", "model_principles", "isolation", "executor", "address", "llm_cache", "target",
+               "patience"}
 
 
 def flag_name(field: str) -> str:

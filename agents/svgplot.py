@@ -95,6 +95,9 @@ def line_chart(name: str, title: str, series: list[tuple[str, list[float], list[
         ly = mt + 14 + 18 * i
         out.append(f'<rect x="{ml + pw + 10}" y="{ly - 9}" width="12" height="10" fill="{color}"/>'
                    f'<text x="{ml + pw + 26}" y="{ly}" font-size="11">{escape(label[:18])}</text>')
+    if not ys_all:
+        out.append(f'<text x="{ml + pw / 2}" y="{mt + ph / 2}" font-size="13" fill="#888" '
+                   f'text-anchor="middle">no data in this run</text>')
     for j, (label, color) in enumerate(seen_bands.items()):
         ly = mt + 14 + 18 * (len(series) + j) + 8
         out.append(f'<rect x="{ml + pw + 10}" y="{ly - 9}" width="12" height="10" fill="{color}" stroke="#aaa"/>'

@@ -255,3 +255,20 @@ def test_live_progress_shows_generation_evaluations_best_and_spend(tmp_path):
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buf.getvalue())
     assert "gen 1/3" in text and "wall budget left" in text  # the live bar was drawn
     assert f"run directory: {tmp_path}" in text and "AuthenticationError: bad key" in text
+
+
+def test_target_and_patience_stop_early(tmp_path, make_fake_model):
+    from hifo.sandbox import LocalExecutor
+
+    base = dict(problem="bpp_online", model="fake", generations=6, population=2, offspring=2, init_samples=2,
+                hyper_lambda=0, seed=1, test_set="train", workers=2)
+    with LocalExecutor(max_workers=2) as ex:
+        # any heuristic, baselines included, is within 100 % excess: the target is reached at once
+        _, s = start_run(RunConfig(target=100.0, kb=str(tmp_path / "k1"), run_dir=str(tmp_path / "t"), **base),
+                         client=make_fake_model(), executor=ex)
+        assert s["stop_reason"] == "target excess_percent = 100 reached" and s["generations"] == 1
+        # a model that only ever writes worst fit never beats the baselines: no new best after generation 0
+        worst = make_fake_model(["```python\ndef priority(item, bins):\n    return bins - item\n```"])
+        _, s = start_run(RunConfig(patience=2, kb=str(tmp_path / "k2"), run_dir=str(tmp_path / "p"), **base),
+                         client=worst, executor=ex)
+        assert s["stop_reason"] == "no new best for 2 generation(s) (--patience)" and s["generations"] == 3
