@@ -190,8 +190,14 @@ def _print_summary(path: Path, summary: dict) -> None:
 
 
 @app.command()
-def resume(run: Path = typer.Argument(..., help="run directory")) -> None:
-    """Continue a killed, interrupted or failed run from its last checkpoint."""
+def resume(run: Path = typer.Argument(..., help="run directory"),
+           generations: Optional[int] = typer.Option(None, "--generations", "-g", help="new total of generations"),
+           max_evaluations: Optional[int] = typer.Option(None, "--max-evaluations"),
+           max_cost: Optional[float] = typer.Option(None, "--max-cost", help="USD"),
+           max_calls: Optional[int] = typer.Option(None, "--max-calls"),
+           max_wall: Optional[float] = typer.Option(None, "--max-wall", help="seconds")) -> None:
+    """Continue a killed, interrupted or failed run from its last checkpoint; with new limits, also extend
+    a finished one (e.g. `hifo resume RUN --generations 8`)."""
     from pydantic import ValidationError
 
     from hifo.agents.config import RunConfig
@@ -202,14 +208,22 @@ def resume(run: Path = typer.Argument(..., help="run directory")) -> None:
         _fail(f"{run} is not a hifo run directory (no config.json)", 2)
     if not (run / "run.sqlite").is_file():
         _fail(f"{run} holds no run store (its start failed); start a new run instead", 2)
+    from hifo.agents.config import explain_validation_error
+
+    extend = {k: v for k, v in dict(generations=generations, max_evaluations=max_evaluations, max_cost=max_cost,
+                                    max_calls=max_calls, max_wall_s=max_wall).items() if v is not None}
     try:
         cfg = RunConfig.model_validate_json((run / "config.json").read_text())
-        check_inputs(cfg)
     except ValidationError as exc:
         _fail(f"{run}/config.json is not a valid run configuration: {_one_line(exc)}", 2)
+    try:
+        cfg = RunConfig.model_validate({**cfg.model_dump(), **extend})
+        check_inputs(cfg)
+    except ValidationError as exc:
+        _fail(_one_line(explain_validation_error(exc)), 2)
     except PreflightError as exc:
         _fail(f"cannot resume {run}: {_one_line(exc)}", 2)
-    _drive(lambda on_event: resume_run(run, on_event=on_event), cfg, run)
+    _drive(lambda on_event: resume_run(run, on_event=on_event, extend=extend or None), cfg, run)
 
 
 @app.command()

@@ -147,7 +147,7 @@ def _open_runtime(run_dir: Path, cfg: RunConfig, client: Any | None, executor: A
     return rt, executor
 
 
-def _invoke(rt: Runtime, resume: bool) -> dict[str, Any]:
+def _invoke(rt: Runtime, resume: bool, reopen: bool = False) -> dict[str, Any]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     nodes = SearchNodes(rt)
@@ -156,7 +156,10 @@ def _invoke(rt: Runtime, resume: bool) -> dict[str, Any]:
         app = build_graph(nodes).compile(checkpointer=SqliteSaver(conn))
         config = {"configurable": {"thread_id": rt.run_id}, "recursion_limit": 100_000}
         first: RunState | None = {}
-        if resume:
+        if reopen:  # a finished run given more budget: back to the routing after the last generation
+            app.update_state(config, {"stop_reason": None}, as_node="distill")
+            first = None
+        elif resume:
             snap = app.get_state(config)
             if snap.values and snap.next:
                 first = None  # continue from the last checkpoint
@@ -247,19 +250,31 @@ def start_run(cfg: RunConfig, *, client: Any | None = None, executor: Any | None
 
 
 def resume_run(run_dir: str | Path, *, client: Any | None = None, executor: Any | None = None,
-               on_event: Callable[[str, dict], None] | None = None) -> tuple[Path, dict[str, Any]]:
-    """Continue a killed run from its last checkpoint; completed evaluations are kept."""
+               on_event: Callable[[str, dict], None] | None = None,
+               extend: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
+    """Continue a killed run from its last checkpoint; completed evaluations are kept. ``extend``
+    (e.g. ``{"generations": 8, "max_cost": 2.0}``) changes the run's limits first; a finished run given
+    ``extend`` continues from where it stopped (its report and test-set score are redone at the end)."""
     run_dir = Path(run_dir)
     if not (run_dir / "config.json").exists():
         raise RunError(f"{run_dir} is not a hifo run directory (no config.json)")
     cfg = RunConfig.model_validate_json((run_dir / "config.json").read_text())
+    if extend:
+        cfg = RunConfig.model_validate({**cfg.model_dump(), **extend})
     rt, executor = _open_runtime(run_dir, cfg, client, executor, on_event, resume=True)
     try:
-        if rt.store.get_meta("status") == "finished" and (run_dir / "summary.json").exists():
+        finished = rt.store.get_meta("status") == "finished" and (run_dir / "summary.json").exists()
+        if finished and not extend:
             return run_dir, json.loads((run_dir / "summary.json").read_text())
+        if extend:
+            (run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
+            rt.store.set_meta("config", json.loads(cfg.model_dump_json()))
+        if finished:
+            rt.store.db.execute("DELETE FROM markers WHERE key='tested'")
+            rt.store.set_meta("stop_reason", None)
         rt.store.set_meta("status", "running")
-        rt.emit("resume", pid=os.getpid(), evaluated=rt.store.count_evaluated())
-        return run_dir, _invoke(rt, resume=True)
+        rt.emit("resume", pid=os.getpid(), evaluated=rt.store.count_evaluated(), extend=extend or None)
+        return run_dir, _invoke(rt, resume=True, reopen=finished)
     except BaseException as exc:
         _mark_ended(rt, exc)
         raise

@@ -272,3 +272,21 @@ def test_target_and_patience_stop_early(tmp_path, make_fake_model):
         _, s = start_run(RunConfig(patience=2, kb=str(tmp_path / "k2"), run_dir=str(tmp_path / "p"), **base),
                          client=worst, executor=ex)
         assert s["stop_reason"] == "no new best for 2 generation(s) (--patience)" and s["generations"] == 3
+
+
+def test_resume_extends_a_finished_run(tmp_path, fake_backend, make_fake_model):
+    fake_backend(make_fake_model())
+    run_dir = tmp_path / "run"
+    args = ["run", *SMALL, "--model", "openai/fake", "--kb", str(tmp_path / "kb.sqlite"), "--run-dir", str(run_dir)]
+    assert runner.invoke(app, args).exit_code == 0
+    before = json.loads((run_dir / "summary.json").read_text())
+    res = runner.invoke(app, ["resume", str(run_dir)])  # nothing new asked: the summary again
+    assert res.exit_code == 0 and json.loads((run_dir / "summary.json").read_text()) == before
+    res = runner.invoke(app, ["resume", str(run_dir), "--generations", "3"])
+    assert res.exit_code == 0, res.output
+    after = json.loads((run_dir / "summary.json").read_text())
+    assert before["generations"] == 2 and after["generations"] == 4
+    assert after["evaluations"] > before["evaluations"] and after["stop_reason"] == "3 generation(s) done"
+    assert json.loads((run_dir / "config.json").read_text())["generations"] == 3
+    res = runner.invoke(app, ["resume", str(run_dir), "--generations", "-1"])
+    assert res.exit_code == 2 and "--generations" in res.output
