@@ -61,6 +61,7 @@ class RunProgress:
         self.best: float | None = None
         self.regime = "-"
         self.gen = 0
+        self._spend: dict[str, float] | None = None
         self.live = console.is_terminal if live is None else live
         self.progress = Progress(TextColumn("[bold cyan]gen {task.fields[gen]}[/]"), BarColumn(bar_width=24),
                                  TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("left"),
@@ -77,8 +78,10 @@ class RunProgress:
     def print(self, text: str) -> None:
         self.progress.console.print(text)
 
-    def _refresh(self) -> None:
-        s = spend(self.run_dir) if self.run_dir else None
+    def _refresh(self, kind: str) -> None:
+        if self.run_dir and (self._spend is None or kind in ("start", "resume", "propose", "select", "distill")):
+            self._spend = spend(self.run_dir)  # read after the steps that call the model, not per evaluation
+        s = self._spend
         parts = [f"evals {self.done}/{self.total} ({self.total - self.done} pending)",
                  f"best {self.best:.6g}" if self.best is not None else "best -", self.regime]
         if s:
@@ -126,4 +129,4 @@ class RunProgress:
             self.print(f"test set '{d['set']}': {d['objective'] if d['feasible'] else escape(str(d['error']))}")
         elif kind == "seed":
             self.total += len(d.get("baselines", []))
-        self._refresh()
+        self._refresh(kind)
