@@ -24,7 +24,8 @@ def test_help_is_fast_and_lists_commands():
     out = subprocess.run([sys.executable, "-m", "hifo.agents.cli", "--help"], capture_output=True, text=True, timeout=60)
     elapsed = time.perf_counter() - t0
     assert out.returncode == 0
-    for cmd in ("run", "resume", "runs", "show", "problems", "evaluate", "principles", "doctor"):
+    for cmd in ("run", "resume", "runs", "show", "problems", "evaluate", "principles", "doctor", "report", "compare",
+                "new-problem"):
         assert cmd in out.stdout
     assert elapsed < 5.0  # about 0.3 s here; generous for a loaded CI machine
     probe = subprocess.run([sys.executable, "-c", "import sys, hifo.agents.cli; print(sorted(m for m in "
