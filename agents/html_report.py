@@ -23,7 +23,7 @@ from hifo.agents.svgplot import bar_chart, line_chart
 
 CSS = ("body{font-family:system-ui,sans-serif;margin:24px;max-width:1000px;color:#222}"
        "table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;"
-       "vertical-align:top}pre{background:#f6f6f6;padding:6px;font-size:12px;overflow-x:auto;max-width:960px}"
+       "vertical-align:top}pre{background:#f6f6f6;padding:6px;font-size:12px;white-space:pre-wrap;max-width:640px}"
        ".add{color:#186618}.del{color:#a11}h2{margin-top:28px}")
 
 

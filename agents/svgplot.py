@@ -91,7 +91,12 @@ def line_chart(name: str, title: str, series: list[tuple[str, list[float], list[
                 else:
                     cur.append(f"{sx(x):.1f},{sy(y):.1f}")
             segs += [cur] if cur else []
-            out += [f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{" ".join(s)}"/>' for s in segs]
+            for seg in segs:
+                if len(seg) == 1:  # a lone point (one generation) is a dot, not an invisible line
+                    cx, cy = seg[0].split(",")
+                    out.append(f'<circle cx="{cx}" cy="{cy}" r="3" fill="{color}"/>')
+                else:
+                    out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{" ".join(seg)}"/>')
         ly = mt + 14 + 18 * i
         out.append(f'<rect x="{ml + pw + 10}" y="{ly - 9}" width="12" height="10" fill="{color}"/>'
                    f'<text x="{ml + pw + 26}" y="{ly}" font-size="11">{escape(label[:18])}</text>')
