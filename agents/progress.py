@@ -110,10 +110,10 @@ class RunProgress:
         elif kind == "propose":
             line = (f"  propose: {d['replies']}/{d['prompts']} replies, {d['new']} new candidates, "
                     f"{d['hyper']} constant-tuning variants" + (f" — {d['stop_reason']}" if d['stop_reason'] else ""))
-            if d.get("errors"):
-                line += f"\n  [red]{d['errors']} model call(s) failed[/]: {escape(d.get('error') or '')}"
             self.print(line)
             self.total += d["new"] + d["hyper"]
+        elif kind == "model_errors":
+            self.print(f"  [red]{d['errors']} of {d['calls']} model call(s) failed[/]: {escape(d['error'])}")
         elif kind == "evaluated":
             self.done += 1
             self.total = max(self.total, self.done)

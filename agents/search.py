@@ -20,11 +20,12 @@ from typing import Any, Callable, TypedDict
 import numpy as np
 
 from hifo.agents import hyper
+from hifo.agents.llm.base import ModelUnavailable
 from hifo.agents.code import CodeError, check_source, extract_code, find_constants, normalized_hash
 from hifo.agents.config import RunConfig
 from hifo.agents.evaluation import CandidateEvaluator
 from hifo.agents.foresight import decide
-from hifo.agents.llm.base import BudgetExceeded, LLMError, ModelUnavailable
+from hifo.agents.llm.base import BudgetExceeded, LLMError
 from hifo.agents.prompting import (LLM_OPERATORS, N_PARENTS, ParentView, link_versions, parse_principles, render_distill,
                               render_operator)
 from hifo.agents.rundb import CandidateRow, RunStore
@@ -209,6 +210,9 @@ class SearchNodes:
         if errors and len(errors) == len(replies) and stop_reason is None:
             raise ModelUnavailable(f"all {len(errors)} model calls of generation {gen} failed; the first: "
                                    + " ".join(str(errors[0]).split())[:400])
+        if errors:  # the provider's own words on the console, not only in the run store
+            self.rt.emit("model_errors", generation=gen, errors=len(errors), calls=len(replies),
+                         error=" ".join(str(errors[0]).split())[:300])
         seen: set[str] = set()
         n_ok = 0
         for i, ((op, parents), pr) in enumerate(zip(plan, prompts)):
@@ -244,8 +248,7 @@ class SearchNodes:
         n_hyper = self._propose_hyper(state, rng, seen)
         store.mark(f"proposed:{gen}")
         self.rt.emit("propose", generation=gen, prompts=len(prompts), replies=len(replies), new=n_ok,
-                     hyper=n_hyper, stop_reason=stop_reason, errors=len(errors),
-                     error=" ".join(str(errors[0]).split())[:300] if errors else None)
+                     hyper=n_hyper, stop_reason=stop_reason)
         return {"stop_reason": stop_reason} if stop_reason else {}
 
     def _propose_hyper(self, state: RunState, rng: np.random.Generator, seen: set[str]) -> int:

@@ -241,8 +241,9 @@ def test_live_progress_shows_generation_evaluations_best_and_spend(tmp_path):
         prog.on_event("seed", {"baselines": ["a", "b"]})
         prog.on_event("foresight", {"generation": 1, "regime": "explore", "reason": "stagnation", "directive": "",
                                     "numbers": {"stagnation": 2, "code_diversity": 0.5, "behaviour_diversity": 0.4}})
+        prog.on_event("model_errors", {"generation": 1, "errors": 1, "calls": 2, "error": "AuthenticationError: bad key"})
         prog.on_event("propose", {"generation": 1, "prompts": 2, "replies": 2, "new": 3, "hyper": 1,
-                                  "stop_reason": None, "errors": 1, "error": "AuthenticationError: bad key"})
+                                  "stop_reason": None})
         prog.on_event("evaluated", {"generation": 1, "id": "g1-000", "operator": "e1", "feasible": True,
                                     "objective": 4.25, "error": None, "done": 1, "total": 4})
         prog.on_event("select", {"generation": 1, "population": [], "best": 4.25, "best_id": "g1-000"})
