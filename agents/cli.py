@@ -34,49 +34,53 @@ def _one_line(exc: BaseException) -> str:
     return escape(" ".join(str(exc).split()))  # prompt text in the message may hold [brackets]
 
 
-def _progress_printer():
-    def on_event(kind: str, d: dict) -> None:
-        if kind == "foresight":
-            n = d["numbers"]
-            console.print(f"[bold cyan]gen {d['generation']}[/] foresight: [bold]{d['regime']}[/] — {d['reason']} "
-                          f"(stagnation={n['stagnation']}, code div={n['code_diversity']}, "
-                          f"behaviour div={n['behaviour_diversity']})")
-        elif kind == "recall":
-            for p in d["principles"]:
-                console.print(f"  recall [dim]#{p['id']} ({p['problem']}, utility {p['utility']})[/] {p['text'][:100]}")
-        elif kind == "propose":
-            console.print(f"  propose: {d['replies']}/{d['prompts']} replies, {d['new']} new candidates, "
-                          f"{d['hyper']} constant-tuning variants" + (f" — {d['stop_reason']}" if d['stop_reason'] else ""))
-        elif kind == "evaluated":
-            status = f"{d['objective']:.4g}" if d["feasible"] else f"[red]failed[/] ({(d['error'] or '')[:80]})"
-            console.print(f"  [{d['done']}/{d['total']}] {d['id']} {d['operator']:<8} {status}")
-        elif kind == "select":
-            console.print(f"  select: best = [bold green]{d['best']}[/] ({d['best_id']})")
-        elif kind == "distill":
-            console.print(f"  distill: {len(d['principles'])} principle(s) added/reinforced")
-        elif kind == "test":
-            console.print(f"test set '{d['set']}': {d['objective'] if d['feasible'] else d['error']}")
-    return on_event
+_DEBUG = {"on": False}
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            console.print(f"hifo {version('hifo')}")
+        except PackageNotFoundError:
+            console.print("hifo (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="print the version and exit"),
+          debug: bool = typer.Option(False, "--debug", help="show tracebacks instead of one-line errors")) -> None:
+    """hifo: LLM-driven automated heuristic design (HiFo-style agent, sandboxed evaluators)."""
+    _DEBUG["on"] = debug
+
+
+def _interrupted(run_dir: Path | None) -> None:
+    where = f"; continue it with: hifo resume {run_dir}" if run_dir else ""
+    err.print(f"[bold yellow]interrupted[/]{where}")
+    raise typer.Exit(130)
 
 
 @app.command()
 def run(
-    problem: str = typer.Option(..., "--problem", "-p", help="evaluator name (see `hifo problems`)"),
+    problem: Optional[str] = typer.Option(None, "--problem", "-p", help="evaluator name (see `hifo problems`) or "
+                                          "path/to/file.py:Class; may also come from --config"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="local | local:PATH.gguf | replay:PATH | "
                                         "openai/MODEL[@BASE_URL] | any litellm provider string (default $HIFO_MODEL or local)"),
-    generations: Optional[int] = typer.Option(None, "--generations", "-g"),
-    population: Optional[int] = typer.Option(None, "--population", "-n"),
-    offspring: Optional[int] = typer.Option(None, "--offspring"),
+    generations: Optional[int] = typer.Option(None, "--generations", "-g", help="[default: 4]"),
+    population: Optional[int] = typer.Option(None, "--population", "-n", help="[default: 6]"),
+    offspring: Optional[int] = typer.Option(None, "--offspring", help="[default: the population]"),
     max_evaluations: Optional[int] = typer.Option(None, "--max-evaluations"),
     max_cost: Optional[float] = typer.Option(None, "--max-cost", help="USD"),
     max_calls: Optional[int] = typer.Option(None, "--max-calls"),
     max_wall: Optional[float] = typer.Option(None, "--max-wall", help="seconds"),
-    run_dir: Optional[Path] = typer.Option(None, "--run-dir"),
+    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="[default: $HIFO_RUNS/PROBLEM-TIME-ID]"),
     kb: Optional[Path] = typer.Option(None, "--kb", help="knowledge base file"),
-    seed: Optional[int] = typer.Option(None, "--seed"),
-    train_set: Optional[str] = typer.Option(None, "--train-set"),
-    test_set: Optional[str] = typer.Option(None, "--test-set"),
-    workers: Optional[int] = typer.Option(None, "--workers"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="[default: 0]"),
+    train_set: Optional[str] = typer.Option(None, "--train-set", help="[default: the evaluator's]"),
+    test_set: Optional[str] = typer.Option(None, "--test-set", help="[default: the evaluator's]"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="[default: the CPU count]"),
     record: Optional[Path] = typer.Option(None, "--record", help="write a replay cassette of every model call"),
     no_distill: bool = typer.Option(False, "--no-distill", help="no model-written principles (contrast ones still)"),
     model_principles: Optional[str] = typer.Option(None, "--model-principles",
@@ -84,45 +88,85 @@ def run(
     isolation: Optional[str] = typer.Option(None, "--isolation", help="strict | standard (default) | minimal"),
     executor: Optional[str] = typer.Option(None, "--executor", help="local (default) | ray"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray address: auto or ray://HOST:10001"),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file with run settings ([run] table)"),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file with run settings (a \\[run] table)"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="do not reuse replies from the shared response cache"),
+    no_check: bool = typer.Option(False, "--no-check", help="skip the pre-flight call to the model"),
+    target: Optional[float] = typer.Option(None, "--target", help="stop once the best reaches this metric value"),
+    patience: Optional[int] = typer.Option(None, "--patience", help="stop after N generations without a new best"),
 ) -> None:
     """Launch a heuristic search."""
+    import tomllib
+
     from pydantic import ValidationError
 
-    from hifo.agents.config import load_config
+    from hifo.agents.config import explain_validation_error, load_config
+    from hifo.evaluators.registry import is_file_spec
 
+    if problem and is_file_spec(problem):  # absolute, so `hifo resume` finds it from anywhere
+        path_s, _, cls = problem.rpartition(":")
+        problem = f"{Path(path_s).expanduser().resolve()}:{cls}"
     overrides = dict(problem=problem, model=model, generations=generations, population=population,
                      offspring=offspring, max_evaluations=max_evaluations, max_cost=max_cost, max_calls=max_calls,
                      max_wall_s=max_wall, run_dir=str(run_dir) if run_dir else None, kb=str(kb) if kb else None,
                      seed=seed, train_set=train_set, test_set=test_set, workers=workers,
                      record=str(record) if record else None, distill=False if no_distill else None,
-                     model_principles=model_principles, isolation=isolation, executor=executor, address=address)
+                     model_principles=model_principles, isolation=isolation, executor=executor, address=address,
+                     llm_cache=False if no_cache else None, target=target, patience=patience)
     try:
         cfg = load_config(config, overrides)
-    except (ValidationError, FileNotFoundError) as exc:
-        _fail(str(exc), 2)
-    from hifo.agents.graph import RunError, start_run
-    from hifo.evaluators.registry import get_evaluator
+    except ValidationError as exc:
+        if any(e.get("type") == "missing" and e.get("loc") == ("problem",) for e in exc.errors()):
+            _fail("--problem is required (or `problem` in the --config file's [run] table)", 2)
+        _fail(_one_line(explain_validation_error(exc)), 2)
+    except (FileNotFoundError, IsADirectoryError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        _fail(f"--config: {_one_line(exc)}", 2)
+    from hifo.agents.preflight import PreflightError, check_inputs, check_model
 
     try:
-        get_evaluator(cfg.problem)
-    except KeyError as exc:
-        _fail(str(exc.args[0]) if exc.args else str(exc), 2)
+        check_inputs(cfg)
+        if not no_check:
+            check_model(cfg.model)
+    except PreflightError as exc:
+        _fail(_one_line(exc), 2)
     console.print(f"[bold]hifo run[/] problem={cfg.problem} model={cfg.model} generations={cfg.generations} "
                   f"population={cfg.population}")
+    from hifo.agents.graph import start_run
+
+    _drive(lambda on_event: start_run(cfg, on_event=on_event), cfg, None)
+
+
+def _drive(go, cfg, run_dir: Optional[Path]) -> None:
+    """Run ``go(on_event)`` under the live progress display; every way it can end is one message."""
+    from hifo.agents.graph import RunError
+    from hifo.agents.llm.base import ModelUnavailable
     from hifo.agents.llm.replay import ReplayMismatch
+    from hifo.agents.progress import RunProgress
     from hifo.sandbox import IsolationUnavailable
 
+    prog = RunProgress(console, cfg.generations, run_dir=run_dir, max_wall_s=cfg.max_wall_s)
     try:
-        path, summary = start_run(cfg, on_event=_progress_printer())
-    except (RunError, IsolationUnavailable, ValueError) as exc:
-        _fail(str(exc), 2)
+        with prog:
+            path, summary = go(prog.on_event)
+    except KeyboardInterrupt:
+        _interrupted(prog.run_dir)
+    except ModelUnavailable as exc:
+        where = f"; fix the model and continue with: hifo resume {prog.run_dir}" if prog.run_dir else ""
+        _fail(f"the run stopped: {_one_line(exc)}{where}", 4)
     except ReplayMismatch as exc:
         _fail(_one_line(exc), 3)
+    except (RunError, IsolationUnavailable, ValueError, FileNotFoundError) as exc:
+        _fail(_one_line(exc), 2)
+    except Exception as exc:  # noqa: BLE001 - a crash: the run is marked 'failed' and can be resumed
+        if _DEBUG["on"]:
+            raise
+        where = f"; after fixing the cause: hifo resume {prog.run_dir}" if prog.run_dir else ""
+        _fail(f"the run crashed: {type(exc).__name__}: {_one_line(exc)}{where} (--debug shows the traceback)", 1)
     _print_summary(path, summary)
 
 
 def _print_summary(path: Path, summary: dict) -> None:
+    from hifo.agents.progress import format_spend, spend
+
     best = summary.get("best") or {}
     console.print(f"\n[bold]done[/] ({summary.get('stop_reason')}); {summary.get('evaluations')} evaluations")
     if best:
@@ -134,29 +178,58 @@ def _print_summary(path: Path, summary: dict) -> None:
             console.print(f"best on test set '{best['test']['set']}': {best['test']['objective']}")
     for name, value in (summary.get("baselines") or {}).items():
         console.print(f"baseline {name}: {value:.6g}")
-    console.print(f"results: [bold]{path}[/] (best.py, summary.json, run.sqlite, events.jsonl)")
-
-
-@app.command()
-def resume(run: Path = typer.Argument(..., help="run directory")) -> None:
-    """Continue a killed or interrupted run from its last checkpoint."""
-    from hifo.agents.graph import RunError, resume_run
-    from hifo.agents.llm.replay import ReplayMismatch
-    from hifo.sandbox import IsolationUnavailable
-
+    console.print(f"spend: {format_spend(spend(path))}")
     try:
-        path, summary = resume_run(run, on_event=_progress_printer())
-    except (RunError, IsolationUnavailable) as exc:
-        _fail(str(exc), 2)
-    except ReplayMismatch as exc:
-        _fail(_one_line(exc), 3)
-    _print_summary(path, summary)
+        from hifo.agents.html_report import write_report
+
+        report = write_report(path)
+        console.print(f"report: [bold]{report}[/]")
+    except Exception as exc:  # noqa: BLE001 - the run itself is done and saved; say why there is no report
+        err.print(f"[yellow]warning:[/] no HTML report: {_one_line(exc)}")
+    console.print(f"results: [bold]{path}[/] (best.py, summary.json, run.sqlite, events.jsonl, report.html)")
 
 
 @app.command()
-def runs(root: Optional[Path] = typer.Option(None, "--root", help="runs directory (default $HIFO_RUNS or ./runs)"),
+def resume(run: Path = typer.Argument(..., help="run directory"),
+           generations: Optional[int] = typer.Option(None, "--generations", "-g", help="new total of generations"),
+           max_evaluations: Optional[int] = typer.Option(None, "--max-evaluations"),
+           max_cost: Optional[float] = typer.Option(None, "--max-cost", help="USD"),
+           max_calls: Optional[int] = typer.Option(None, "--max-calls"),
+           max_wall: Optional[float] = typer.Option(None, "--max-wall", help="seconds")) -> None:
+    """Continue a killed, interrupted or failed run from its last checkpoint; with new limits, also extend
+    a finished one (e.g. `hifo resume RUN --generations 8`)."""
+    from pydantic import ValidationError
+
+    from hifo.agents.config import RunConfig
+    from hifo.agents.graph import resume_run
+    from hifo.agents.preflight import PreflightError, check_inputs
+
+    if not (run / "config.json").is_file():
+        _fail(f"{run} is not a hifo run directory (no config.json)", 2)
+    if not (run / "run.sqlite").is_file():
+        _fail(f"{run} holds no run store (its start failed); start a new run instead", 2)
+    from hifo.agents.config import explain_validation_error
+
+    extend = {k: v for k, v in dict(generations=generations, max_evaluations=max_evaluations, max_cost=max_cost,
+                                    max_calls=max_calls, max_wall_s=max_wall).items() if v is not None}
+    try:
+        cfg = RunConfig.model_validate_json((run / "config.json").read_text())
+    except ValidationError as exc:
+        _fail(f"{run}/config.json is not a valid run configuration: {_one_line(exc)}", 2)
+    try:
+        cfg = RunConfig.model_validate({**cfg.model_dump(), **extend})
+        check_inputs(cfg)
+    except ValidationError as exc:
+        _fail(_one_line(explain_validation_error(exc)), 2)
+    except PreflightError as exc:
+        _fail(f"cannot resume {run}: {_one_line(exc)}", 2)
+    _drive(lambda on_event: resume_run(run, on_event=on_event, extend=extend or None), cfg, run)
+
+
+@app.command()
+def runs(root: Optional[Path] = typer.Option(None, "--root", help="runs directory [default: $HIFO_RUNS or ./runs]"),
          as_json: bool = typer.Option(False, "--json")) -> None:
-    """List runs."""
+    """List runs with their status (running, finished, interrupted, failed, diverged) and spend."""
     from hifo.agents.report import list_runs
 
     rows = list_runs(root)
@@ -165,10 +238,13 @@ def runs(root: Optional[Path] = typer.Option(None, "--root", help="runs director
         return
     from rich.table import Table
 
-    t = Table("run", "problem", "model", "status", "evaluations", "best")
+    t = Table("run", "problem", "model", "status", "evaluations", "best", "cost $", "tokens")
     for r in rows:
         t.add_row(r["run"], r["problem"], r["model"], r["status"], str(r["evaluations"]),
-                  "" if r["best"] is None else f"{r['best']:.6g}")
+                  "" if r["best"] is None else f"{r['best']:.6g}", f"{r.get('cost_usd', 0.0):.4f}",
+                  f"{r.get('tokens', 0):,}")
+    for col in t.columns:
+        col.overflow = "fold"
     console.print(t)
 
 
@@ -207,6 +283,8 @@ def problems(as_json: bool = typer.Option(False, "--json")) -> None:
     for r in rows:
         t.add_row(r["name"], r.get("primary_metric", r.get("error", "")), r.get("direction", ""),
                   ", ".join(r.get("instance_sets", [])), r.get("entry", ""))
+    for col in t.columns:
+        col.overflow = "fold"
     console.print(t)
 
 
@@ -226,16 +304,21 @@ def evaluate(
     from hifo.evaluators.registry import get_evaluator
     from hifo.sandbox import IsolationUnavailable, LocalExecutor
 
+    from hifo.agents.preflight import load_problem
+
     try:
-        ev = get_evaluator(problem)
-    except KeyError as exc:
-        _fail(str(exc.args[0]) if exc.args else str(exc), 2)
-    if not heuristic.exists():
-        _fail(f"{heuristic} does not exist", 2)
-    code = heuristic.read_text()
+        ev = load_problem(problem)
+    except ValueError as exc:
+        _fail(_one_line(exc), 2)
+    from hifo.agents.preflight import PreflightError, read_heuristic
+
+    try:
+        code = read_heuristic(heuristic)
+    except PreflightError as exc:
+        _fail(_one_line(exc), 2)
     set_name = instances or ev.default_test_set
     if set_name not in ev.instance_sets:
-        _fail(f"unknown instance set {set_name!r} for {problem}; known: {', '.join(ev.instance_sets)}", 2)
+        _fail(f"--instances: unknown instance set {set_name!r} for {problem}; known: {', '.join(ev.instance_sets)}", 2)
     if entry and entry != ev.template.name:
         code += f"\n\n{ev.template.name} = {entry}\n"
     try:
@@ -262,12 +345,22 @@ def evaluate(
 
 @app.command()
 def doctor(as_json: bool = typer.Option(False, "--json"),
-           no_smoke: bool = typer.Option(False, "--no-smoke", help="skip the one-token test of the embedded model")
+           no_smoke: bool = typer.Option(False, "--no-smoke", help="skip the one-token test of the embedded model"),
+           model: Optional[str] = typer.Option(None, "--model", "-m", help="also make the pre-flight call "
+                                               "`hifo run` makes to this model (exit 2 when it fails)")
            ) -> None:
     """Which model backends, isolation layers and optional packages this machine has; how llama.cpp was
     built, and whether the embedded model generates here (in a child process)."""
     from hifo.agents.report import doctor_report
 
+    if model is not None:
+        from hifo.agents.preflight import PreflightError, check_model
+
+        try:
+            note = check_model(model)
+        except (PreflightError, ValueError) as exc:
+            _fail(_one_line(exc), 2)
+        console.print(f"[bold]model[/] {note or f'{model}: a local or replay model (no call needed)'}")
     rep = doctor_report(smoke=not no_smoke)
     if as_json:
         print(json.dumps(rep, indent=2, default=str))
@@ -279,10 +372,21 @@ def doctor(as_json: bool = typer.Option(False, "--json"),
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except Exception as exc:  # noqa: BLE001 - one line for the user; --debug shows the traceback
+        if _DEBUG["on"] or "--debug" in sys.argv:
+            raise
+        err.print(f"[bold red]error:[/] {type(exc).__name__}: {_one_line(exc)} (rerun with --debug for the traceback)")
+        sys.exit(1)
 
 
 app.add_typer(_principles_app(), name="principles", help="Inspect and manage the knowledge base.")
+from hifo.agents import cli_tools as _tools  # noqa: E402 - light: typer and rich only
+
+app.command("report")(_tools.report)
+app.command("compare")(_tools.compare)
+app.command("new-problem")(_tools.new_problem)
 
 if __name__ == "__main__":
     main()

@@ -30,6 +30,8 @@ class RunConfig(BaseModel):
     max_cost: float | None = Field(None, ge=0)
     max_calls: int | None = Field(None, ge=1)
     max_wall_s: float | None = Field(None, gt=0)
+    target: float | None = Field(None, description="stop once the best reaches this value of the primary metric")
+    patience: int | None = Field(None, ge=1, description="stop after this many generations without a new best")
     seed: int = 0
     temperature: float = Field(1.0, ge=0, le=2)
     max_tokens: int = Field(384, ge=16, le=8192)
@@ -54,8 +56,11 @@ class RunConfig(BaseModel):
     @field_validator("problem")
     @classmethod
     def _problem(cls, v: str) -> str:
+        path, sep, attr = v.rpartition(":")
+        if sep and path.endswith(".py") and attr.isidentifier():
+            return v  # a plug-in evaluator given as path/to/file.py:Class
         if not v or not v.replace("_", "").replace("-", "").isalnum():
-            raise ValueError(f"invalid problem name {v!r}")
+            raise ValueError(f"invalid problem name {v!r} (a registered name, or path/to/file.py:Class)")
         return v
 
     @property
@@ -78,3 +83,38 @@ def load_config(path: str | Path | None, overrides: dict[str, Any]) -> RunConfig
         data = data.get("run", data)
     data.update({k: v for k, v in overrides.items() if v is not None})
     return RunConfig(**data)
+
+
+# settings whose command-line flag is not simply --the-field-name
+_FLAGS = {"max_wall_s": "--max-wall", "distill": "--no-distill", "llm_cache": "--no-cache"}
+_CLI_FIELDS = {"problem", "model", "generations", "population", "offspring", "max_evaluations", "max_cost",
+               "max_calls", "max_wall_s", "run_dir", "kb", "seed", "train_set", "test_set", "workers", "record",
+               "distill", "model_principles", "isolation", "executor", "address", "llm_cache", "target",
+               "patience"}
+
+
+def flag_name(field: str) -> str:
+    """How a user sets ``field``: its flag, or the key in the ``--config`` file for TOML-only settings."""
+    if field in _CLI_FIELDS:
+        return _FLAGS.get(field, "--" + field.replace("_", "-"))
+    return f"'{field}' (in the --config file)"
+
+
+def explain_validation_error(exc: Any) -> str:
+    """A pydantic ``ValidationError`` as one line that names flags, not model fields, with a
+    "did you mean" for a misspelt key in the TOML file."""
+    import difflib
+
+    parts = []
+    for e in exc.errors():
+        field = str(e["loc"][0]) if e.get("loc") else ""
+        if e.get("type") == "extra_forbidden":
+            close = difflib.get_close_matches(field, list(RunConfig.model_fields), n=1)
+            parts.append(f"unknown setting {field!r} in the --config file"
+                         + (f"; did you mean {close[0]!r}?" if close else ""))
+            continue
+        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
+        value = e.get("input")
+        shown = f" (got {value!r})" if value is not None and not isinstance(value, dict) else ""
+        parts.append(f"{flag_name(field) if field else 'settings'}: {msg}{shown}")
+    return "; ".join(parts)

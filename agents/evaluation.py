@@ -11,6 +11,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from hifo.evaluators.base import Evaluator, InfeasibleSolution, Score
+from hifo.evaluators.registry import plugin_sys_path
 from hifo.sandbox._scrub import scrub
 from hifo.sandbox.job import Job, JobLimits, SandboxResult
 
@@ -28,6 +29,7 @@ def make_job(evaluator: Evaluator, code: str, instances: list[Any], job_id: str 
         limits=JobLimits(timeout_s=lim.timeout_s, cpu_s=lim.cpu_s, memory_mb=lim.memory_mb,
                          max_output_bytes=lim.max_output_bytes, max_solution_bytes=lim.max_solution_bytes),
         job_id=job_id,
+        sys_path=plugin_sys_path(type(evaluator)),
     )
 
 

@@ -147,7 +147,7 @@ def _open_runtime(run_dir: Path, cfg: RunConfig, client: Any | None, executor: A
     return rt, executor
 
 
-def _invoke(rt: Runtime, resume: bool) -> dict[str, Any]:
+def _invoke(rt: Runtime, resume: bool, reopen: bool = False) -> dict[str, Any]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     nodes = SearchNodes(rt)
@@ -156,7 +156,10 @@ def _invoke(rt: Runtime, resume: bool) -> dict[str, Any]:
         app = build_graph(nodes).compile(checkpointer=SqliteSaver(conn))
         config = {"configurable": {"thread_id": rt.run_id}, "recursion_limit": 100_000}
         first: RunState | None = {}
-        if resume:
+        if reopen:  # a finished run given more budget: back to the routing after the last generation
+            app.update_state(config, {"stop_reason": None}, as_node="distill")
+            first = None
+        elif resume:
             snap = app.get_state(config)
             if snap.values and snap.next:
                 first = None  # continue from the last checkpoint
@@ -168,14 +171,24 @@ def _invoke(rt: Runtime, resume: bool) -> dict[str, Any]:
     return json.loads((rt.run_dir / "summary.json").read_text())
 
 
-def _mark_diverged(rt: Runtime, exc: Exception) -> None:
-    """A replay that left its cassette is over for good (a resume would diverge the same way): say so in
-    the run store, so `hifo runs` does not list it as running."""
+def _mark_ended(rt: Runtime, exc: BaseException) -> None:
+    """Say in the run store how a run that did not finish ended, so `hifo runs` does not list it as
+    running: 'diverged' (a replay that left its cassette; a resume would diverge the same way),
+    'interrupted' (Ctrl-C, SIGTERM) or 'failed' (any other error, e.g. the model unreachable)."""
     from hifo.agents.llm.replay import ReplayMismatch
 
+    if rt.store.get_meta("status") == "finished":
+        return
     if isinstance(exc, ReplayMismatch):
-        rt.store.set_meta("status", "diverged")
-        rt.store.set_meta("stop_reason", " ".join(str(exc).split()))
+        status = "diverged"
+    elif isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        status = "interrupted"
+    else:
+        status = "failed"
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    rt.store.set_meta("status", status)
+    rt.store.set_meta("stop_reason", reason if status != "failed" else f"{type(exc).__name__}: {reason}")
+    rt.emit("ended", status=status, reason=reason)
 
 
 def _close(rt: Runtime) -> None:
@@ -190,19 +203,36 @@ def new_run_dir(cfg: RunConfig) -> Path:
         path = Path(cfg.run_dir)
     else:
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = default_runs_dir() / f"{cfg.problem}-{stamp}-{uuid.uuid4().hex[:4]}"
+        name = cfg.problem.rpartition(":")[2] or cfg.problem  # path/to/file.py:Class -> Class
+        path = default_runs_dir() / f"{name}-{stamp}-{uuid.uuid4().hex[:4]}"
     if (path / "run.sqlite").exists():
         raise RunError(f"{path} already holds a run; use `hifo resume {path}` or choose another --run-dir")
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
+def _remove_half_made(run_dir: Path, fresh: bool) -> None:
+    import shutil
+
+    if fresh:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return
+    for p in run_dir.iterdir():  # a --run-dir the user made: remove only what this start wrote
+        if p.name in ("config.json", "events.jsonl") or p.name.startswith(("run.sqlite", "checkpoints.sqlite")):
+            p.unlink(missing_ok=True)
+
+
 def start_run(cfg: RunConfig, *, client: Any | None = None, executor: Any | None = None,
               on_event: Callable[[str, dict], None] | None = None) -> tuple[Path, dict[str, Any]]:
     """Run a whole search; returns the run directory and its summary."""
+    fresh = cfg.run_dir is None or not Path(cfg.run_dir).exists()
     run_dir = new_run_dir(cfg)
-    (run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
-    rt, executor = _open_runtime(run_dir, cfg, client, executor, on_event)
+    try:
+        (run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
+        rt, executor = _open_runtime(run_dir, cfg, client, executor, on_event)
+    except BaseException:
+        _remove_half_made(run_dir, fresh)  # a failed start leaves nothing that blocks the next one
+        raise
     from hifo.sandbox import isolation_report
 
     rt.store.set_meta("config", json.loads(cfg.model_dump_json()))
@@ -212,28 +242,41 @@ def start_run(cfg: RunConfig, *, client: Any | None = None, executor: Any | None
             kb=rt.store.get_meta("kb"))
     try:
         return run_dir, _invoke(rt, resume=False)
-    except Exception as exc:
-        _mark_diverged(rt, exc)
+    except BaseException as exc:
+        _mark_ended(rt, exc)
         raise
     finally:
         _close(rt)
 
 
 def resume_run(run_dir: str | Path, *, client: Any | None = None, executor: Any | None = None,
-               on_event: Callable[[str, dict], None] | None = None) -> tuple[Path, dict[str, Any]]:
-    """Continue a killed run from its last checkpoint; completed evaluations are kept."""
+               on_event: Callable[[str, dict], None] | None = None,
+               extend: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
+    """Continue a killed run from its last checkpoint; completed evaluations are kept. ``extend``
+    (e.g. ``{"generations": 8, "max_cost": 2.0}``) changes the run's limits first; a finished run given
+    ``extend`` continues from where it stopped (its report and test-set score are redone at the end)."""
     run_dir = Path(run_dir)
     if not (run_dir / "config.json").exists():
         raise RunError(f"{run_dir} is not a hifo run directory (no config.json)")
     cfg = RunConfig.model_validate_json((run_dir / "config.json").read_text())
+    if extend:
+        cfg = RunConfig.model_validate({**cfg.model_dump(), **extend})
     rt, executor = _open_runtime(run_dir, cfg, client, executor, on_event, resume=True)
     try:
-        if rt.store.get_meta("status") == "finished" and (run_dir / "summary.json").exists():
+        finished = rt.store.get_meta("status") == "finished" and (run_dir / "summary.json").exists()
+        if finished and not extend:
             return run_dir, json.loads((run_dir / "summary.json").read_text())
-        rt.emit("resume", pid=os.getpid(), evaluated=rt.store.count_evaluated())
-        return run_dir, _invoke(rt, resume=True)
-    except Exception as exc:
-        _mark_diverged(rt, exc)
+        if extend:
+            (run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
+            rt.store.set_meta("config", json.loads(cfg.model_dump_json()))
+        if finished:
+            rt.store.db.execute("DELETE FROM markers WHERE key='tested'")
+            rt.store.set_meta("stop_reason", None)
+        rt.store.set_meta("status", "running")
+        rt.emit("resume", pid=os.getpid(), evaluated=rt.store.count_evaluated(), extend=extend or None)
+        return run_dir, _invoke(rt, resume=True, reopen=finished)
+    except BaseException as exc:
+        _mark_ended(rt, exc)
         raise
     finally:
         _close(rt)

@@ -20,15 +20,23 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
         return rows
     from hifo.agents.rundb import RunStore
 
-    for d in sorted(p for p in root.iterdir() if (p / "run.sqlite").exists()):
+    from hifo.agents.progress import spend
+
+    for d in sorted(p for p in root.iterdir() if (p / "run.sqlite").exists() or (p / "config.json").exists()):
+        if not (d / "run.sqlite").exists():  # left by a failed start of an older version
+            rows.append({"run": str(d), "problem": "", "model": "", "status": "incomplete (no run store)",
+                         "evaluations": 0, "best": None, "cost_usd": 0.0, "tokens": 0})
+            continue
         store = RunStore(d / "run.sqlite")
         try:
             cfg = store.get_meta("config", {}) or {}
             best = store.db.execute("SELECT objective FROM candidates WHERE status='evaluated' AND feasible=1 "
                                     "ORDER BY fitness DESC LIMIT 1").fetchone()
+            s = spend(d)
             rows.append({"run": str(d), "problem": cfg.get("problem", "?"), "model": cfg.get("model", "?"),
-                         "status": store.get_meta("status", "?"), "evaluations": store.count_evaluated(),
-                         "best": None if best is None else best[0]})
+                         "status": store.get_meta("status", None) or "incomplete (start failed)",
+                         "evaluations": store.count_evaluated(), "best": None if best is None else best[0],
+                         "cost_usd": round(s["cost_usd"], 6), "tokens": s["prompt_tokens"] + s["completion_tokens"]})
         finally:
             store.close()
     return rows

@@ -20,6 +20,7 @@ from typing import Any, Callable, TypedDict
 import numpy as np
 
 from hifo.agents import hyper
+from hifo.agents.llm.base import ModelUnavailable
 from hifo.agents.code import CodeError, check_source, extract_code, find_constants, normalized_hash
 from hifo.agents.config import RunConfig
 from hifo.agents.evaluation import CandidateEvaluator
@@ -212,6 +213,13 @@ class SearchNodes:
             stop_reason = self._wall_reason()
         finally:
             pool.shutdown(wait=stop_reason is None, cancel_futures=True)
+        errors = [r for r in replies.values() if isinstance(r, LLMError)]
+        if errors and len(errors) == len(replies) and stop_reason is None:
+            raise ModelUnavailable(f"all {len(errors)} model calls of generation {gen} failed; the first: "
+                                   + " ".join(str(errors[0]).split())[:400])
+        if errors:  # the provider's own words on the console, not only in the run store
+            self.rt.emit("model_errors", generation=gen, errors=len(errors), calls=len(replies),
+                         error=" ".join(str(errors[0]).split())[:300])
         seen: set[str] = set()
         n_ok = 0
         for i, ((op, parents), pr) in enumerate(zip(plan, prompts)):
@@ -415,6 +423,16 @@ class SearchNodes:
         self.rt.emit("distill", generation=gen, principles=added)
         return {"generation": gen + 1}
 
+    def _early_stop(self, history: list[float]) -> str | None:
+        """--target: the best reached the value; --patience: no new best for that many generations
+        (``history`` is the running best fitness, one entry per generation)."""
+        cfg, metric = self.cfg, self.ev.primary_metric
+        if cfg.target is not None and history and history[-1] >= self.ev.fitness({metric: cfg.target}):
+            return f"target {metric} = {cfg.target:g} reached"
+        if cfg.patience is not None and len(history) > cfg.patience and history[-1] <= history[-1 - cfg.patience]:
+            return f"no new best for {cfg.patience} generation(s) (--patience)"
+        return None
+
     def _model_principles(self) -> bool:
         """Model-written principles: on for chat models; off by default for small base models,
         whose prose we measured to be mostly noise (contrast principles are always derived)."""
@@ -430,6 +448,7 @@ class SearchNodes:
             reason = f"evaluation budget ({cfg.max_evaluations}) spent"
         if reason is None and cfg.max_wall_s is not None and self.wall_used() >= cfg.max_wall_s:
             reason = f"wall-time budget ({cfg.max_wall_s:.0f} s) spent"
+        reason = reason or self._early_stop(state.get("best_history", []))
         if reason:
             self.rt.store.set_meta("stop_reason", reason)
             return "end"

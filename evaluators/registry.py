@@ -9,6 +9,8 @@ of a built-in evaluator: such an entry point is ignored with a warning.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 import warnings
 from importlib.metadata import entry_points
 
@@ -67,6 +69,11 @@ def get_evaluator_class(name: str) -> type[Evaluator]:
     Raises :class:`UnknownEvaluator` (a ``KeyError``) listing the known names when there is
     none, and ``TypeError`` when the target is not an :class:`Evaluator` subclass.
     """
+    if is_file_spec(name):
+        cls = _from_file(name)
+        if not (isinstance(cls, type) and issubclass(cls, Evaluator)):
+            raise TypeError(f"{name} is not an Evaluator subclass")
+        return cls
     known = list_evaluators()
     if name not in known:
         raise UnknownEvaluator(f"unknown evaluator {name!r}; known evaluators: "
@@ -80,3 +87,52 @@ def get_evaluator_class(name: str) -> type[Evaluator]:
 def get_evaluator(name: str) -> Evaluator:
     """A fresh instance of the evaluator registered as ``name``."""
     return get_evaluator_class(name)()
+
+
+def is_file_spec(name: str) -> bool:
+    """``path/to/file.py:Class``: an evaluator in a file that was never packaged."""
+    path, sep, attr = name.rpartition(":")
+    return bool(sep and attr and path.endswith(".py"))
+
+
+def _from_file(spec: str) -> object:
+    """Import ``Class`` from ``path/to/file.py``. The file's directory goes onto ``sys.path`` (and, through
+    :func:`plugin_sys_path`, onto the sandbox's), so the sandbox child imports the same module by name."""
+    path_s, _, attr = spec.rpartition(":")
+    path = os.path.realpath(os.path.expanduser(path_s))
+    if not os.path.isfile(path):
+        raise UnknownEvaluator(f"plug-in file {path_s} does not exist")
+    directory, stem = os.path.split(path)
+    stem = stem[:-3]
+    if not stem.isidentifier():
+        raise UnknownEvaluator(f"plug-in file {path_s}: {stem!r} is not a valid module name; rename the file")
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    module = importlib.import_module(stem)
+    found = os.path.realpath(getattr(module, "__file__", "") or "")
+    if found != path:
+        raise UnknownEvaluator(f"plug-in file {path_s}: the module name {stem!r} is already taken by {found}; "
+                               "rename the file")
+    if not hasattr(module, attr):
+        raise UnknownEvaluator(f"plug-in file {path_s} defines no {attr!r}")
+    return getattr(module, attr)
+
+
+def plugin_sys_path(evaluator_cls: type) -> tuple[str, ...]:
+    """Directories the sandbox child needs on ``sys.path`` to import the evaluator's module: the folder
+    that holds its top-level package or module, unless that lies in this interpreter's own prefix (an
+    installed package, already importable there). This is what makes a plug-in found through
+    ``PYTHONPATH`` or given as ``file.py:Class`` work in the sandbox, which gets no ``PYTHONPATH``."""
+    top = evaluator_cls.__module__.split(".")[0]
+    mod = sys.modules.get(top)
+    origin = getattr(mod, "__file__", None)
+    if not origin:
+        return ()
+    root = os.path.dirname(os.path.realpath(origin))
+    if os.path.basename(origin) == "__init__.py":
+        root = os.path.dirname(root)
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}
+    hifo_root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    if top == "hifo" or any(root.startswith(p + os.sep) for p in prefixes) or root == hifo_root:
+        return ()
+    return (root,)

@@ -78,7 +78,14 @@ def load_solver(spec: str) -> Callable[[Callable[..., Any], Any], Any]:
         for part in attr_path.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as exc:
-        raise JobFailure("error", f"sandbox setup failed: cannot import solver {spec!r}: {one_line(exc)}") from None
+        hint = ""
+        if isinstance(exc, ModuleNotFoundError):
+            # a plug-in evaluator outside any installed package: the sandbox sees only sys.path entries it is
+            # given (hifo passes the directory of the evaluator's module; install the plug-in otherwise)
+            hint = (" (the sandbox imports the evaluator's module in a fresh process: install the plug-in "
+                    "(pip install -e .) or give it as --problem path/to/file.py:Class)")
+        raise JobFailure("error", f"sandbox setup failed: cannot import solver {spec!r}: "
+                                  f"{one_line(exc)}{hint}") from None
     if isinstance(obj, type):
         obj = getattr(obj, "solve", None)
     if not callable(obj):

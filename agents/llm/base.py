@@ -18,6 +18,11 @@ class LLMError(RuntimeError):
     """A model call failed after its retries."""
 
 
+class ModelUnavailable(LLMError):
+    """Every model call of a generation failed: the run cannot make progress and stops, naming the
+    provider's error (a missing key, an unreachable server), instead of evolving nothing."""
+
+
 class BudgetExceeded(RuntimeError):
     """The run's call/cost/token budget is spent; the run should stop cleanly."""
 

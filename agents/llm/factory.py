@@ -78,11 +78,12 @@ def parse_spec(spec: str) -> ModelSpec:
 def make_client(spec: str, *, cache_path: str | os.PathLike | None = None,
                 record_path: str | os.PathLike | None = None, max_calls: int | None = None,
                 max_cost_usd: float | None = None, seed: int | None = None,
-                timeout_s: float = DEFAULT_TIMEOUT_S) -> Any:
+                timeout_s: float = DEFAULT_TIMEOUT_S, max_tries: int = 4) -> Any:
     """The client for ``spec``, wrapped as described in the module docstring. The result always has
     ``usage`` (a :class:`~agents.llm.base.Usage`), ``model`` and ``style``.
 
-    seed: a default for calls that pass none (the k-th such call gets a seed derived from it)."""
+    seed: a default for calls that pass none (the k-th such call gets a seed derived from it).
+    max_tries: attempts per call of a remote model (1 for the pre-flight check: no retries)."""
     parsed = parse_spec(spec)
     if parsed.kind == "replay" and record_path is not None and os.path.abspath(record_path) == os.path.abspath(
             parsed.target):
@@ -108,7 +109,7 @@ def make_client(spec: str, *, cache_path: str | os.PathLike | None = None,
 
             backend = LiteLLMClient(parsed.target, api_base=parsed.base_url, timeout=timeout_s)
         # the watchdog is a safety net above the SDK's own request timeout (which normally fires first)
-        client = RetryingClient(backend, timeout_s=2 * timeout_s + 30)
+        client = RetryingClient(backend, max_tries=max_tries, timeout_s=2 * timeout_s + 30)
     return wrap_client(client, cache_path=None if parsed.kind == "replay" else cache_path, record_path=record_path,
                        max_calls=max_calls, max_cost_usd=max_cost_usd, seed=seed)
 

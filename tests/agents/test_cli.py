@@ -24,7 +24,8 @@ def test_help_is_fast_and_lists_commands():
     out = subprocess.run([sys.executable, "-m", "hifo.agents.cli", "--help"], capture_output=True, text=True, timeout=60)
     elapsed = time.perf_counter() - t0
     assert out.returncode == 0
-    for cmd in ("run", "resume", "runs", "show", "problems", "evaluate", "principles", "doctor"):
+    for cmd in ("run", "resume", "runs", "show", "problems", "evaluate", "principles", "doctor", "report", "compare",
+                "new-problem"):
         assert cmd in out.stdout
     assert elapsed < 5.0  # about 0.3 s here; generous for a loaded CI machine
     probe = subprocess.run([sys.executable, "-c", "import sys, hifo.agents.cli; print(sorted(m for m in "
@@ -136,6 +137,9 @@ def test_real_embedded_model_runs_a_tiny_search(tmp_path):
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["model_usage"]["calls"] >= 3 and summary["model_usage"]["completion_tokens"] > 0
+    report = (tmp_path / "run" / "report.html").read_text()  # the HTML report of a real embedded-model run
+    for plot in ("fitness", "outcomes", "principles", "cost", "sandbox"):
+        assert f'data-plot="{plot}"' in report
     # what the model must achieve (the best score alone proves nothing: the baselines are seeded).
     # Measured with --seed 1: all 5 offspring passed the static checks and were scored, 1 was feasible.
     from hifo.agents.rundb import RunStore

@@ -1,0 +1,132 @@
+"""What ``hifo run`` / ``hifo resume`` show while a run goes: one line per step (foresight, propose,
+each evaluation, select, distill) and, on a terminal, a live ``rich.progress`` bar under them with the
+generation, evaluations done and pending, best so far, regime, model calls, tokens, cost, elapsed time
+and the remaining time (estimated from the generations done, and the wall budget when one is set).
+
+Spend is read from the run store (``prompts.usage``), so it includes the distill calls and survives a
+resume; the progress display never touches the model client.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+
+def spend(run_dir: str | Path) -> dict[str, float]:
+    """Model calls, tokens and cost recorded so far in ``RUN_DIR/run.sqlite``."""
+    out = {"calls": 0, "errors": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
+    db = Path(run_dir) / "run.sqlite"
+    if not db.exists():
+        return out
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        for (usage,) in con.execute("SELECT usage FROM prompts"):
+            u = json.loads(usage or "{}")
+            out["calls"] += 1
+            out["errors"] += 1 if "error" in u else 0
+            out["prompt_tokens"] += int(u.get("prompt_tokens") or 0)
+            out["completion_tokens"] += int(u.get("completion_tokens") or 0)
+            out["cost_usd"] += float(u.get("cost_usd") or 0.0)
+    except sqlite3.Error:
+        pass  # the store is being created; the next event reads it again
+    finally:
+        con.close()
+    return out
+
+
+def format_spend(s: dict[str, float]) -> str:
+    return (f"{s['calls']} model call(s), {s['prompt_tokens'] + s['completion_tokens']:,} tokens "
+            f"({s['prompt_tokens']:,} in / {s['completion_tokens']:,} out), ${s['cost_usd']:.4f}")
+
+
+class RunProgress:
+    """Context manager; pass :meth:`on_event` as the run's ``on_event``."""
+
+    def __init__(self, console: Console, generations: int, run_dir: str | Path | None = None,
+                 max_wall_s: float | None = None, live: bool | None = None):
+        self.console = console
+        self.run_dir = Path(run_dir) if run_dir else None
+        self.max_wall_s = max_wall_s
+        self.started = time.time()
+        self.generations = generations
+        self.done = self.total = 0
+        self.best: float | None = None
+        self.regime = "-"
+        self.gen = 0
+        self._spend: dict[str, float] | None = None
+        self.live = console.is_terminal if live is None else live
+        self.progress = Progress(TextColumn("[bold cyan]gen {task.fields[gen]}[/]"), BarColumn(bar_width=24),
+                                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("left"),
+                                 TimeRemainingColumn(), console=console, transient=True, disable=not self.live)
+        self.task = self.progress.add_task("run", total=generations + 1, gen=f"0/{generations}", info="starting")
+
+    def __enter__(self) -> "RunProgress":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.progress.stop()
+
+    def print(self, text: str) -> None:
+        self.progress.console.print(text)
+
+    def _refresh(self, kind: str) -> None:
+        if self.run_dir and (self._spend is None or kind in ("start", "resume", "propose", "select", "distill")):
+            self._spend = spend(self.run_dir)  # read after the steps that call the model, not per evaluation
+        s = self._spend
+        parts = [f"evals {self.done}/{self.total} ({self.total - self.done} pending)",
+                 f"best {self.best:.6g}" if self.best is not None else "best -", self.regime]
+        if s:
+            parts.append(f"{s['calls']} calls, {s['prompt_tokens'] + s['completion_tokens']:,} tok, "
+                         f"${s['cost_usd']:.4f}")
+        if self.max_wall_s:
+            parts.append(f"wall budget left {max(0.0, self.max_wall_s - (time.time() - self.started)):.0f} s")
+        self.progress.update(self.task, gen=f"{self.gen}/{self.generations}", info=" | ".join(parts))
+
+    def on_event(self, kind: str, d: dict) -> None:
+        if kind == "start":
+            self.run_dir = Path(d["run_dir"])
+            self.print(f"run directory: [bold]{escape(str(self.run_dir))}[/]")
+        elif kind == "resume":
+            self.print(f"resuming: {d.get('evaluated', 0)} evaluation(s) already done")
+        elif kind == "foresight":
+            n = d["numbers"]
+            self.gen, self.regime = d["generation"], d["regime"]
+            self.print(f"[bold cyan]gen {d['generation']}[/] foresight: [bold]{d['regime']}[/] — "
+                       f"{escape(d['reason'])} (stagnation={n['stagnation']}, code div={n['code_diversity']}, "
+                       f"behaviour div={n['behaviour_diversity']})")
+        elif kind == "recall":
+            for p in d["principles"]:
+                self.print(f"  recall [dim]#{p['id']} ({p['problem']}, utility {p['utility']})[/] "
+                           f"{escape(p['text'][:100])}")
+        elif kind == "propose":
+            line = (f"  propose: {d['replies']}/{d['prompts']} replies, {d['new']} new candidates, "
+                    f"{d['hyper']} constant-tuning variants" + (f" — {d['stop_reason']}" if d['stop_reason'] else ""))
+            self.print(line)
+            self.total += d["new"] + d["hyper"]
+        elif kind == "model_errors":
+            self.print(f"  [red]{d['errors']} of {d['calls']} model call(s) failed[/]: {escape(d['error'])}")
+        elif kind == "evaluated":
+            self.done += 1
+            self.total = max(self.total, self.done)
+            status = f"{d['objective']:.4g}" if d["feasible"] else f"[red]failed[/] ({escape(d['error'] or '')})"
+            self.print(f"  [{d['done']}/{d['total']}] {d['id']} {d['operator']:<8} {status}")
+        elif kind == "select":
+            self.best = d["best"]
+            self.print(f"  select: best = [bold green]{d['best']}[/] ({d['best_id']})")
+        elif kind == "distill":
+            self.print(f"  distill: {len(d['principles'])} principle(s) added/reinforced")
+            self.progress.advance(self.task)
+        elif kind == "test":
+            self.print(f"test set '{d['set']}': {d['objective'] if d['feasible'] else escape(str(d['error']))}")
+        elif kind == "seed":
+            self.total += len(d.get("baselines", []))
+        self._refresh(kind)
