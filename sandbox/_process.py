@@ -289,6 +289,8 @@ def _nest_config(spec: ZygoteSpec, dirs: list[str]) -> dict[str, Any]:
     code the worker needs under those directories is bound back read-only."""
     rebind = sorted({os.path.realpath(p) for p in spec.ro_paths
                      if any(os.path.realpath(p).startswith(d + os.sep) for d in dirs)})
+    # a path inside another one bound back is already there (and could not be created under a read-only bind)
+    rebind = [p for p in rebind if not any(p.startswith(q + os.sep) for q in rebind)]
     return {"disk_bytes": spec.disk_bytes, "dirs": list(dirs), "rebind": rebind}
 
 

@@ -21,8 +21,9 @@ KEY = "sk-ant-api03-" + "Zq9" * 12  # the shape of an Anthropic key; never a rea
 
 LEAKY = [
     # the secret is assembled at run time, so the model's code itself never contains it
-    "```python\ndef priority(item, bins):\n    import os\n    key = 'sk-' + 'ant-api03-' + 'Zq9' * 12\n"
-    "    env = 'planted-env-' + 'secret-7f3a9c1e5b'\n    print('leaking', key, env, os.environ.get('HIFO_TEST_TOKEN'))\n"
+    # (the slot fence refuses `import os`, so the value is rebuilt from pieces rather than read)
+    "```python\ndef priority(item, bins):\n    key = 'sk-' + 'ant-api03-' + 'Zq9' * 12\n"
+    "    env = 'planted-env-' + 'secret-7f3a9c1e5b'\n    print('leaking', key, env)\n"
     "    raise RuntimeError(f'OPENAI_API_KEY={key} token {env}')\n```",
     "```python\ndef priority(item, bins):\n    return -(bins - item)\n```",
     "```python\ndef priority(item, bins):\n    return -(bins - item) ** 2 + {C} * 0\n```",
