@@ -178,19 +178,27 @@ class HNSW:
         if rule == "tombstone":
             self.tombstones.add(p)
             return []
-        from hifo.problems.hnsw._repair import apply_additions, local_view  # local: no import cycle
-
         decisions = []
         for layer in range(self.level[p], -1, -1):
-            view, ids = local_view(self, p, layer, seed)
-            self._unlink(p, layer)
-            additions = rule(**view) if callable(rule) else None
-            decisions.append({"layer": layer, "ids": ids,
-                              "additions": apply_additions(self, layer, ids, view["free"], additions)})
+            applied = self.delete_layer(p, layer, lambda view, ids: rule(**view) if callable(rule) else None, seed)
+            decisions.append({"layer": layer, "additions": applied})
+        self.finish_delete(p)
+        return decisions
+
+    def delete_layer(self, p: int, layer: int, decide: Callable[..., Any], seed: int = 0) -> list[list[int]]:
+        """Unlink ``p`` from ``layer`` and apply ``decide(view, ids)``'s additions (local indices,
+        see :mod:`hifo.problems.hnsw._repair`); the edges added, as global ``[u, v]`` pairs."""
+        from hifo.problems.hnsw._repair import apply_additions, local_view  # local: no import cycle
+
+        view, ids = local_view(self, p, layer, seed)
+        self._unlink(p, layer)
+        return apply_additions(self, layer, ids, view["free"], decide(view, ids))
+
+    def finish_delete(self, p: int) -> None:
+        """Mark ``p`` removed once every layer is unlinked; move the entry point if needed."""
         self.removed.add(p)
         if self.entry == p:
             self._new_entry()
-        return decisions
 
     def _unlink(self, p: int, layer: int) -> None:
         for u in list(self.rev[layer].get(p, ())):
