@@ -90,6 +90,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "hnswlib": hnswlib_rows(X, Q), "deletion": {}}
     print(f"{n} points, {dim}-D, M={M}, efC={EFC}, ef={EF}; ours: build {build_s:.1f}s, recall "
           f"{result['ours_before_deletion']['recall']:.3f} before deletion")
+    hl0 = result["hnswlib"]
+    if "mark_deleted" in hl0:
+        print(f"hnswlib: build {hl0['build_s']:.2f}s, recall {hl0['mark_deleted']['0.0']['recall']:.3f} before deletion")
     print(f"{'deleted':>7} {'method':>16} {'recall':>7} {'dist/q':>7} {'q ms':>6} {'del ms':>7} {'edges':>7} {'vectors':>7}")
     for frac in FRACTIONS:
         rows = {}
