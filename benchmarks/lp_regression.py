@@ -2,7 +2,7 @@
 primal-dual IRLS (damped rule), classic IRLS, Adil–Peng–Sachdeva p-IRLS, and scipy's L-BFGS
 (the convex-solver reference a user would pick).
 
-    python -m benchmarks.lp_regression            # A 100 x 400 and 200 x 800, 3 seeds (about 1 minute)
+    python -m benchmarks.lp_regression            # A 100 x 400 and 150 x 600, 3 seeds (about 3 minutes)
     python -m benchmarks.lp_regression --quick    # A 50 x 200, 1 seed (a few seconds)
 
 ``OPT`` per instance is the best value any method reached (scipy's, unless an IRLS run is better).
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
-    sizes, seeds = (((50, 200),), (0,)) if args.quick else (((100, 400), (200, 800)), (0, 1, 2))
+    sizes, seeds = (((50, 200),), (0,)) if args.quick else (((100, 400), (150, 600)), (0, 1, 2))
     result: dict[str, Any] = {"setup": {"sizes": sizes, "seeds": seeds, "p": PS, "eps": EPSILONS,
                                         "data": "A Gaussian d x n, b = A x_true with Student-t(3) x_true"},
                               "rows": {}}
