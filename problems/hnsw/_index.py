@@ -180,7 +180,8 @@ class HNSW:
             return []
         decisions = []
         for layer in range(self.level[p], -1, -1):
-            applied = self.delete_layer(p, layer, lambda view, ids: rule(**view) if callable(rule) else None, seed)
+            applied = self.delete_layer(p, layer, lambda view, ids: rule(**_copied(view)) if callable(rule) else None,
+                                        seed)
             decisions.append({"layer": layer, "additions": applied})
         self.finish_delete(p)
         return decisions
@@ -213,3 +214,8 @@ class HNSW:
                 self.entry = min(self.links[layer])
                 return
         self.entry = None
+
+
+def _copied(view: dict[str, Any]) -> dict[str, Any]:
+    """The rule gets its own copies: mutating them cannot change the free slots the index applies."""
+    return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in view.items()}
