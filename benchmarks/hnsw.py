@@ -2,7 +2,7 @@
 points, for tombstones, no patch, naive local reconnection and the paper's SPatch (deterministic and
 randomised), side by side with hnswlib (insert/search, and its mark_deleted tombstones).
 
-    python -m benchmarks.hnsw            # 2,000 clustered points in 32-D, 200 queries (about 2 minutes)
+    python -m benchmarks.hnsw            # 2,000 clustered points in 32-D, 200 queries (under a minute)
     python -m benchmarks.hnsw --quick    # 600 points in 16-D, 50 queries (about 15 seconds)
 
 Both indexes use M = 8, ef_construction = 64 and the same data; queries use ef = 16 (k = 10).
