@@ -13,6 +13,7 @@ from hifo.problems.hnsw import (
     clustered_data,
     hitting_times,
     local_view,
+    query,
     random_weighted_graph,
     recall_at_k,
     run_deletion,
@@ -87,6 +88,10 @@ def test_repair_helps_recall_over_no_patch(data):
     assert res["spatch"]["recall"] > res["no_patch"]["recall"]
     assert res["local_reconnect"]["recall"] > res["no_patch"]["recall"]
     assert res["tombstone"]["stored_vectors"] == 400 and res["spatch"]["stored_vectors"] == 200
+    # the paper's case against tombstones: searches over a half-dead graph cost more than over a repaired one
+    assert res["tombstone"]["dist_evals"] > res["spatch"]["dist_evals"]
+    _, before, _ = query(base, Q, 10, 10)
+    assert res["tombstone"]["dist_evals"] > before
 
 
 def test_local_view_sees_only_the_neighbourhood(data):
