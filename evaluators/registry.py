@@ -31,6 +31,8 @@ BUILTIN: dict[str, str] = {
     "acvrp_construct": "hifo.evaluators.acvrp_construct:ACVRPConstruct",
     "radar_tune": "hifo.evaluators.radar_tune:RadarTune",
     "qd_dms": "hifo.evaluators.qd_dms:QDDiscountModelSearch",
+    "hnsw_delete": "hifo.evaluators.hnsw_delete:HNSWDelete",
+    "lp_irls": "hifo.evaluators.lp_irls:LpIRLS",
 }
 
 

@@ -1,0 +1,254 @@
+"""Evolving the neighbour-repair rule of HNSW deletion (Mishra et al., ICLR 2026).
+
+The algorithm is our HNSW (:mod:`hifo.problems.hnsw`): a prebuilt index (built by the trusted
+parent, shipped to the child with the instance) from which a fixed, seeded sequence of points is
+physically deleted. At every layer of every deleted node ``p`` the candidate
+``repair(d_p, D, is_in, is_out, linked, free, max_degree, seed)`` decides which edges to add
+among ``p``'s former neighbours. It sees only that local picture (distances and link flags as
+numpy arrays), never the index.
+
+The child returns the edges that were added, per deleted node and layer. The parent **replays**
+the whole deletion sequence on its own copy of the index, checking at each step that every
+claimed edge joins two former neighbours of ``p``, is new, and fits the node's free slots
+(otherwise the solution is infeasible), and then measures with its own code on the graph it
+rebuilt: ``recall`` (recall@10 against brute force over the surviving points, search ``ef`` 10),
+``dist_evals`` (distance evaluations per query, the deterministic latency measure) and ``edges``.
+The primary metric is ``recall`` (maximised); degree caps bound memory and query cost.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable
+
+import numpy as np
+
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.problems.hnsw import (
+    HNSW,
+    brute_force_knn,
+    build,
+    check_additions,
+    clustered_data,
+    deletion_order,
+    query,
+    recall_at_k,
+)
+
+K, EF = 10, 10
+
+_DOCSTRING = """Chooses the edges that repair an HNSW layer after node p is deleted from it.
+
+All arguments describe p's former neighbourhood N on this layer (nodes that linked to p or that
+p linked to), in local indices 0..k-1:
+    d_p: (k,) distances from p to each node of N.
+    D: (k, k) pairwise distances within N.
+    is_in: (k,) bool, node i had p in its neighbour list (it has just lost that edge).
+    is_out: (k,) bool, p had node i in its neighbour list.
+    linked: (k, k) bool, j is already in i's neighbour list.
+    free: (k,) int, free slots in i's list (its degree cap minus its current degree).
+    max_degree: the degree cap on this layer.
+    seed: an int for randomised rules.
+
+Return:
+    A list of k lists: out[i] is the ordered list of local nodes j to append to i's neighbour
+    list. Self-links and existing links are skipped; additions beyond free[i] are dropped.
+"""
+
+_SIGNATURE = ("def repair(d_p: np.ndarray, D: np.ndarray, is_in: np.ndarray, is_out: np.ndarray, "
+              "linked: np.ndarray, free: np.ndarray, max_degree: int, seed: int) -> list:")
+
+_RECONNECT_BODY = """    # Naive local reconnection: every node that lost its edge to p links to p's out-neighbours,
+    # closest to itself first.
+    k = len(d_p)
+    out = []
+    for i in range(k):
+        if not is_in[i]:
+            out.append([])
+            continue
+        cand = [j for j in range(k) if is_out[j] and j != i and not linked[i, j]]
+        out.append(sorted(cand, key=lambda j: D[i, j])[: max(int(free[i]), 0)])
+    return out
+"""
+
+_NO_PATCH_BODY = "    # Leave the hole: add no edge.\n    return [[] for _ in range(len(d_p))]\n"
+
+_CLIQUE = """    k = len(d_p)
+    if k == 0:
+        return []
+    # Star-mesh transform: p's Gaussian edge weights w_i become a clique with weights w_i w_j / sum(w).
+    h = float(np.median(d_p)) or 1.0
+    w = np.exp(-(np.asarray(d_p, dtype=float) / h) ** 2)
+    S = np.outer(w, w) / w.sum()
+    np.fill_diagonal(S, 0.0)
+"""
+
+_SPATCH_BODY = _CLIQUE + """    # Deterministic SPatch: keep the heaviest clique edges, greedily over all pairs.
+    room = np.maximum(np.asarray(free, dtype=int), 0).copy()
+    out = [[] for _ in range(k)]
+    for flat in np.argsort(-S, axis=None, kind="stable"):
+        i, j = divmod(int(flat), k)
+        if i == j or S[i, j] <= 0 or linked[i, j] or room[i] <= 0:
+            continue
+        out[i].append(j)
+        room[i] -= 1
+    return out
+"""
+
+_SPATCH_RANDOM_BODY = _CLIQUE + """    # Randomised SPatch: each node samples partners with probability proportional to the clique weight.
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(k):
+        probs = np.where(linked[i], 0.0, S[i])
+        n = min(max(int(free[i]), 0), int((probs > 0).sum()))
+        out.append([] if n == 0 else rng.choice(k, size=n, replace=False, p=probs / probs.sum()).tolist())
+    return out
+"""
+
+_TEMPLATE = FunctionTemplate(name="repair", signature=_SIGNATURE, docstring=_DOCSTRING,
+                             baseline_body=_RECONNECT_BODY)
+
+
+def _source(body: str) -> str:
+    return f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(body)}"
+
+
+@dataclass(frozen=True)
+class HNSWDeleteInstance:
+    name: str
+    X: np.ndarray
+    Q: np.ndarray
+    base: HNSW
+    order: tuple[int, ...]
+    seed: int
+
+
+# name -> (points, dim, M, ef_construction, fraction deleted, data seed)
+_SPECS = {
+    "train": (("n800_d16_del30", 800, 16, 6, 40, 0.3, 0),),
+    "test": (("n1000_d24_del10", 1000, 24, 6, 40, 0.1, 11), ("n1000_d24_del50", 1000, 24, 6, 40, 0.5, 11)),
+}
+
+
+@lru_cache(maxsize=None)
+def _built(n: int, dim: int, M: int, efc: int, seed: int) -> tuple[np.ndarray, np.ndarray, HNSW]:
+    X = clustered_data(n, dim, seed)
+    Q = clustered_data(100, dim, seed + 1000)
+    return X, Q, build(X, M=M, ef_construction=efc, seed=seed)
+
+
+@lru_cache(maxsize=None)
+def _load(instance_set: str) -> tuple[HNSWDeleteInstance, ...]:
+    if instance_set not in _SPECS:
+        raise KeyError(f"unknown instance set {instance_set!r} for hnsw_delete; known: {', '.join(_SPECS)}")
+    out = []
+    for name, n, dim, M, efc, frac, seed in _SPECS[instance_set]:
+        X, Q, base = _built(n, dim, M, efc, seed)
+        out.append(HNSWDeleteInstance(name, X, Q, base, tuple(deletion_order(n, frac, seed + 7)), seed))
+    return tuple(out)
+
+
+def _replay_rule(claimed: list[list[int]]) -> Callable[..., Any]:
+    """A rule that reproduces the child's claimed edges (global ids) in the parent's replay."""
+    def rule(ids: list[int], k: int) -> list[list[int]]:
+        pos = {v: i for i, v in enumerate(ids)}
+        out: list[list[int]] = [[] for _ in range(k)]
+        for pair in claimed:
+            if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(
+                    isinstance(x, int) and not isinstance(x, bool) for x in pair)):
+                raise ValueError(f"an added edge must be a pair of node ids, got {pair!r}")
+            u, v = pair
+            if u not in pos or v not in pos:
+                raise ValueError(f"edge {u}->{v} does not join two former neighbours of the deleted node")
+            out[pos[u]].append(pos[v])
+        return out
+
+    return rule
+
+
+class HNSWDelete(Evaluator):
+    """Recall of an HNSW index after mass deletion, with an evolved neighbour-repair rule.
+
+    Instance sets: ``train`` (800 clustered points in 16-D, M = 6, 30 % deleted) and ``test``
+    (1,000 points in 24-D, 10 % and 50 % deleted). Per instance: ``recall``, ``dist_evals``,
+    ``edges``, ``added_edges``.
+    """
+
+    name = "hnsw_delete"
+    description = (
+        "Deleting points from an HNSW nearest-neighbour graph: when a node p is removed from a layer, "
+        "the nodes around it lose edges and searches can get stuck. Design the repair rule that, "
+        "seeing only p's former neighbours (their distances to p and to each other, who linked to "
+        "p, who p linked to, free slots under the degree cap), chooses which new edges to add. "
+        "After 10-50 % of the points are deleted the index must still find the 10 nearest "
+        "surviving neighbours of query points with a small search beam (ef = 10): maximise "
+        "recall@10. The paper's rule views search as a random walk and replaces p by the star-mesh "
+        "clique on its neighbours (weights w_i w_j / sum w, w_i = exp(-d_p[i]^2/h^2)), keeping the heaviest edges."
+    )
+    direction = "maximize"
+    primary_metric = "recall"
+    template = _TEMPLATE
+    instance_sets = ("train", "test")
+    limits = Limits(timeout_s=120.0, cpu_s=180, memory_mb=4096)
+    baselines = {"local_reconnect": _source(_RECONNECT_BODY), "no_patch": _source(_NO_PATCH_BODY),
+                 "spatch": _source(_SPATCH_BODY), "spatch_random": _source(_SPATCH_RANDOM_BODY)}
+    # Measured in-process by tests/evaluators/test_hnsw_delete.py (train) and its slow test (test).
+    reference_figures = {
+        "local_reconnect": {"train": {"recall": 0.887, "edges": 6747.0}, "test": {"recall": 0.7525, "edges": 7466.0}},
+        "no_patch": {"train": {"recall": 0.693, "edges": 3140.0}, "test": {"recall": 0.594, "edges": 4056.0}},
+        "spatch": {"train": {"recall": 0.864, "edges": 6827.0}, "test": {"recall": 0.7505, "edges": 7560.5}},
+        "spatch_random": {"train": {"recall": 0.862, "edges": 6829.0}, "test": {"recall": 0.7655, "edges": 7560.5}},
+    }
+    tags = ("nearest neighbour search", "hnsw", "graph", "deletion")
+
+    def load_instances(self, instance_set: str) -> list[HNSWDeleteInstance]:
+        return list(_load(instance_set))
+
+    @staticmethod
+    def solve(heuristic: Callable[..., Any], instance: HNSWDeleteInstance) -> dict[str, Any]:
+        index = copy.deepcopy(instance.base)
+        decisions: list[list[Any]] = []
+
+        def rule(**view: Any) -> Any:
+            return heuristic(**{k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in view.items()})
+
+        for n, p in enumerate(instance.order):
+            for d in index.delete(p, rule, seed=instance.seed * 1_000_003 + n):
+                decisions.append([int(p), int(d["layer"]), [[int(u), int(v)] for u, v in d["additions"]]])
+        return {"decisions": decisions}
+
+    def score(self, instance: HNSWDeleteInstance, solution: Any) -> dict[str, float]:
+        if not isinstance(solution, dict) or not isinstance(solution.get("decisions"), list):
+            raise InfeasibleSolution(f"{instance.name}: the solution must be a dict with a 'decisions' list")
+        claimed: dict[tuple[int, int], list] = {}
+        for item in solution["decisions"]:
+            if not (isinstance(item, list) and len(item) == 3 and isinstance(item[2], list)):
+                raise InfeasibleSolution(f"{instance.name}: a decision must read [node, layer, edges]")
+            claimed[(item[0], item[1])] = item[2]
+        index = copy.deepcopy(instance.base)
+        added = 0
+        try:
+            for n, p in enumerate(instance.order):
+                for layer in range(index.level[p], -1, -1):
+                    edges = claimed.pop((p, layer), [])
+                    replay = _replay_rule(edges)
+                    decided = index.delete_layer(p, layer, lambda view, ids: replay(ids, len(ids)))
+                    if len(decided) != len(edges):
+                        raise ValueError(f"node {p} layer {layer}: {len(edges) - len(decided)} claimed edges "
+                                         "are self-links, duplicates or beyond the free slots")
+                    added += len(decided)
+                index.finish_delete(p)
+        except ValueError as exc:
+            raise InfeasibleSolution(f"{instance.name}: {exc}") from None
+        if claimed:
+            raise InfeasibleSolution(f"{instance.name}: decisions for nodes/layers that were not deleted: "
+                                     f"{sorted(claimed)[:5]}")
+        truth = brute_force_knn(instance.X, index.live(), instance.Q, K)
+        found, dists, _ = query(index, instance.Q, K, EF)
+        return {"recall": recall_at_k(found, truth), "dist_evals": float(dists),
+                "edges": float(index.n_edges()), "added_edges": float(added)}
+
+
+__all__ = ["HNSWDelete", "HNSWDeleteInstance", "check_additions"]

@@ -1,0 +1,84 @@
+"""hifo.evaluators.lp_irls: baselines reach their figures; the parent replays and counts solves."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import numpy as np
+import pytest
+
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.evaluators.lp_irls import MAX_SOLVES, LpIRLS
+from hifo.problems.lp_regression import primal_dual_irls
+
+
+@pytest.fixture(scope="module")
+def ev():
+    return LpIRLS()
+
+
+def compiled(source: str, entry: str = "update"):
+    namespace: dict = {}
+    exec(source, namespace)
+    return namespace[entry]
+
+
+def run(ev, heuristic, instance):
+    return ev.score(instance, json.loads(json.dumps(ev.solve(heuristic, instance))))
+
+
+def test_declaration(ev):
+    assert ev.name == "lp_irls" and ev.direction == "minimize" and ev.primary_metric == "solves"
+    assert isinstance(inspect.getattr_static(LpIRLS, "solve"), staticmethod)
+    from hifo.evaluators.registry import get_evaluator
+    assert isinstance(get_evaluator("lp_irls"), LpIRLS)
+
+
+@pytest.mark.parametrize("instance_set", ["train", "test"])
+def test_reference_figures(ev, instance_set):
+    inst = ev.load_instances(instance_set)
+    for name, figures in ev.reference_figures.items():
+        agg = ev.aggregate([run(ev, compiled(ev.baselines[name]), i) for i in inst])
+        assert agg["solves"] == figures[instance_set]["solves"], name
+        assert agg["reached"] == figures[instance_set]["reached"], name
+
+
+def test_stored_optimum_is_attained_and_not_beaten(ev):
+    for inst in ev.load_instances("train"):
+        best = min(primal_dual_irls(inst.A, inst.b, inst.p, iterations=60).value)
+        assert inst.opt * (1 - 1e-9) <= best <= inst.opt * (1 + 1e-6)
+
+
+def test_parent_counts_its_own_solves(ev):
+    inst = ev.load_instances("train")[1]  # p = 3
+    sol = ev.solve(compiled(ev.baselines["damped"]), inst)
+    full = ev.score(inst, sol)
+    # cutting the returned weights short cannot lower the count, it can only miss the target
+    short = ev.score(inst, {"weights": sol["weights"][:2]})
+    assert short["solves"] >= full["solves"]
+    assert ev.score(inst, {"weights": []})["solves"] == 2 * MAX_SOLVES
+
+
+def test_bad_weights_are_infeasible(ev):
+    inst = ev.load_instances("train")[0]
+    n = inst.A.shape[1]
+    for bad in ([[1.0] * (n - 1)], [[-1.0] * n], [[float("nan")] * n], [[1.0] * n] * MAX_SOLVES):
+        with pytest.raises(InfeasibleSolution):
+            ev.score(inst, {"weights": json.loads(json.dumps(bad))})
+    with pytest.raises(InfeasibleSolution):
+        ev.score(inst, [1, 2])
+    with pytest.raises(ValueError):
+        ev.solve(lambda r, x, p, i: np.ones(3), inst)
+
+
+def test_slot_gets_no_problem_data(ev):
+    inst = ev.load_instances("train")[0]
+    seen = []
+
+    def spy(r, x, p, iteration):
+        seen.append((type(r).__name__, type(x).__name__, type(p).__name__, type(iteration).__name__))
+        return np.ones_like(r)
+
+    ev.solve(spy, inst)
+    assert set(seen) == {("ndarray", "ndarray", "float", "int")}
