@@ -307,6 +307,8 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
             return  # e.g. dataclasses/inspect reading the candidate's own function.__code__
         if event != "object.__getattr__" and not _protected(args[0] if args else None):
             return  # e.g. dataclasses/namedtuple setting attributes of the candidate's own new class
+        if event != "object.__getattr__" and _being_imported(args[0] if args else None):
+            return  # a library's lazy import defining its own classes (np.median -> numpy.ma.core)
     elif not (event in BLOCKED_EVENTS or event.startswith(BLOCKED_PREFIXES)):
         return
     elif event == "open" and _module_read(args):
@@ -329,6 +331,15 @@ def _preimport(code: str) -> None:
                     importlib.import_module(name)
                 except ImportError:
                     pass  # reported by the candidate's own import, inside the window
+
+
+def _being_imported(obj: Any) -> bool:
+    """``obj`` belongs to a module whose import is still running (its body is defining it)."""
+    try:
+        module = sys.modules.get(getattr(obj, "__module__", None) or "")
+        return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
+    except Exception:
+        return False
 
 
 def _protected(obj: Any) -> bool:
