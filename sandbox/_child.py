@@ -169,22 +169,10 @@ def apply_nproc(limits: dict[str, Any], sandbox_uid: int | None) -> None:
         return
     allowed = int(limits["max_processes"])
     if sandbox_uid is None:
+        from ._nest import tasks_of_user
+
         allowed += int(limits.get("user_tasks") or tasks_of_user(os.getuid()))  # counted before _nest hid them
     _lower(resource.RLIMIT_NPROC, allowed)
-
-
-def tasks_of_user(uid: int) -> int:
-    """Threads and processes currently owned by ``uid`` (RLIMIT_NPROC counts tasks per user)."""
-    count = 0
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{name}").st_uid == uid:
-                count += len(os.listdir(f"/proc/{name}/task"))
-        except OSError:  # the process ended while we looked
-            continue
-    return count
 
 
 def _lower(which: int, soft: int, hard: int | None = None) -> None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from ._layers import UNSHARE_ARGS, probe
 
 if TYPE_CHECKING:
-    from ._process import ZygoteSpec
+    from ._spec import ZygoteSpec
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 # Loads exactly the parent's copy of this package without putting the repository root (or

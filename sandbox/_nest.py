@@ -63,6 +63,20 @@ def mount(libc: Any, source: str | None, target: str, fstype: str | None, flags:
 _USER_TASKS = 0  # the user's task count, taken before the candidate's own /proc hid them
 
 
+def tasks_of_user(uid: int) -> int:
+    """Threads and processes currently owned by ``uid`` (RLIMIT_NPROC counts tasks per user)."""
+    count = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid == uid:
+                count += len(os.listdir(f"/proc/{name}/task"))
+        except OSError:  # the process ended while we looked
+            continue
+    return count
+
+
 def prepare(config: dict[str, Any]) -> None:
     """Set up the nest *before* a job arrives (the spare is forked in advance, so this costs
     the candidate nothing). Returns in the future candidate (pid 2) only; the spare waits for
@@ -72,8 +86,6 @@ def prepare(config: dict[str, Any]) -> None:
     disk = int(config["nest"]["disk_bytes"])
     keep = [p for p in config["nest"].get("rebind", ()) if os.path.exists(p)]
     if not config.get("uids"):  # RLIMIT_NPROC counts all the user's tasks: count them while we see them
-        from ._child import tasks_of_user
-
         _USER_TASKS = tasks_of_user(os.getuid())
     _check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID), "unshare(CLONE_NEWNS | CLONE_NEWPID)")
     mount(libc, None, "/", None, MS_REC | MS_PRIVATE, None)

@@ -30,6 +30,7 @@ from . import _wire
 from ._child import PASS_THROUGH_ENV, SINGLE_THREAD_ENV, child_env  # noqa: F401  (re-exported)
 from ._launch import LOAD_PACKAGE, launcher_argv  # noqa: F401  (LOAD_PACKAGE: re-exported)
 from ._layers import IsolationPlan
+from ._spec import ZygoteSpec  # noqa: F401  (re-exported)
 from .job import Job
 
 _CHUNK = 1 << 16
@@ -41,18 +42,6 @@ class ZygoteLost(RuntimeError):
 
 class ZygoteStartError(OSError):
     """The warm worker could not be started (the reason holds its stderr)."""
-
-
-@dataclass(frozen=True)
-class ZygoteSpec:
-    """What makes two jobs able to share a warm worker."""
-
-    plan: IsolationPlan
-    solver_module: str
-    sys_path: tuple[str, ...] = ()
-    preload: tuple[str, ...] = ()
-    disk_bytes: int = 256 * 1024 * 1024
-    ro_paths: tuple[str, ...] = ()  # the import paths: the only non-system paths bound in (bwrap)
 
 
 @dataclass

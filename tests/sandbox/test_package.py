@@ -13,7 +13,7 @@ import pytest
 
 from hifo import sandbox
 from hifo.sandbox import _execute, isolation_report
-from hifo.sandbox._child import tasks_of_user
+from hifo.sandbox._nest import tasks_of_user
 from hifo.sandbox._process import LOAD_PACKAGE
 
 PACKAGE = Path(sandbox.__file__).parent
