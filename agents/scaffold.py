@@ -17,7 +17,7 @@ problem: load_instances (trusted), solve (runs in the sandbox with the candidate
 
 import random
 
-from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
+from hifo.evaluators import Evaluator, FunctionTemplate, InfeasibleSolution
 
 
 class {cls}(Evaluator):
@@ -74,7 +74,7 @@ import os
 import pytest
 
 from hifo.agents.evaluation import CandidateEvaluator
-from hifo.evaluators.registry import get_evaluator
+from hifo.evaluators import get_evaluator
 from hifo.sandbox import LocalExecutor
 
 SPEC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "{name}.py") + ":{cls}"
@@ -89,7 +89,7 @@ def test_baseline_scores_in_the_sandbox():
 
 
 def test_infeasible_solution_is_rejected():
-    from hifo.evaluators.base import InfeasibleSolution
+    from hifo.evaluators import InfeasibleSolution
 
     ev = get_evaluator(SPEC)
     inst = ev.load_instances("train")[0]
