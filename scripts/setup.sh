@@ -35,6 +35,14 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
     echo "[setup] missing system packages: ${need_apt[*]} (install them, then re-run)" >&2; exit 1
   fi
 fi
+# optional: headless Chromium, for the test that opens the HTML report in a browser (skipped without it;
+# HIFO_NO_BROWSER=1 leaves it out); a failure here never stops the set-up
+if ! command -v chromium-headless-shell >/dev/null && ! command -v chromium >/dev/null \
+   && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && [ -z "${HIFO_NO_BROWSER:-}" ]; then
+  echo "[setup] installing chromium-headless-shell (optional, for the report's browser test)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell; } >/dev/null 2>&1 \
+    || echo "[setup] note: chromium-headless-shell could not be installed; the browser test will be skipped" >&2
+fi
 
 if [ ! -x .venv/bin/python ]; then
   echo "[setup] creating .venv"
