@@ -301,7 +301,6 @@ def evaluate(
     from hifo.agents.code import CodeError, check_source
     from hifo.agents.evaluation import CandidateEvaluator
     from hifo.evaluators.base import Score
-    from hifo.evaluators.registry import get_evaluator
     from hifo.sandbox import IsolationUnavailable, LocalExecutor
 
     from hifo.agents.preflight import load_problem

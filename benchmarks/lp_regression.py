@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from hifo.problems.lp_regression import damped_update, p_irls, primal_dual_irls, random_instance, reference_optimum
 

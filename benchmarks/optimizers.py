@@ -16,7 +16,8 @@ perturbation; "rounds" is the first round whose global loss reaches the target
 ``--seeds`` seeds (default 5; seeds fix the initialisation and the data order, so runs of two
 methods with one seed are paired): the mean with a 95 % t-interval, and the paired difference to
 AdamW (to DeComFL for HiSo) with its interval, are reported. Steps are only measured every
-``eval_every`` steps (10 or 20), so differences below that are not resolved. Results go to ``benchmarks/results/optimizers.json`` (``--quick``:
+``eval_every`` steps (10 or 20), so differences below that are not resolved. Results go to
+``benchmarks/results/optimizers.json`` (``--quick``:
 ``optimizers_quick.json``).
 """
 

@@ -6,7 +6,8 @@
 Labels are HiGHS's best solutions within ``--label-time`` seconds (FMIP trains on solver
 solutions too). After training, one held-out instance per family (unseen seeds) is sampled
 with and without guidance, reporting the agreement of the sampled integers with HiGHS's
-label, the total row violation of the raw sample (before any repair) and its objective. Writes ``benchmarks/results/milp_train_fmip.json``.
+label, the total row violation of the raw sample (before any repair) and its objective. Writes
+``benchmarks/results/milp_train_fmip.json``.
 """
 
 from __future__ import annotations

@@ -97,7 +97,8 @@ _SPATCH_BODY = _CLIQUE + """    # Deterministic SPatch: keep the heaviest clique
     return out
 """
 
-_SPATCH_RANDOM_BODY = _CLIQUE + """    # Randomised SPatch: each node samples partners with probability proportional to the clique weight.
+_SPATCH_RANDOM_BODY = _CLIQUE + """    # Randomised SPatch: each node samples partners with probability proportional to
+    # the clique weight.
     rng = np.random.default_rng(seed)
     out = []
     for i in range(k):

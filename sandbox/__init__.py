@@ -64,7 +64,10 @@ _EXPORTS = {
     "LEVELS": "._layers",
     "resolve_isolation": "._layers:resolve",
 }
-__all__ = sorted(_EXPORTS)
+# static, so linters and type checkers see the lazy re-exports (tests check it equals _EXPORTS)
+__all__ = ["Executor", "InProcessExecutor", "IsolationPlan", "IsolationUnavailable", "Job", "JobLimits",
+           "LEVELS", "LocalExecutor", "RayExecutor", "SandboxResult", "Status", "WarmPool",
+           "isolation_report", "make_executor", "resolve_isolation", "run_job"]
 
 
 def __getattr__(name: str) -> Any:

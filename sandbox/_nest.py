@@ -18,7 +18,8 @@ config). The pre-forked spare (:func:`hifo.sandbox._child.spare_main`), while it
 4. the spare waits and mirrors the candidate's exit (code or signal) so the worker's wait4
    sees the candidate's status and CPU time (each level reaped its child).
 
-Once the job arrives, the candidate (:func:`finish`) makes its directory and drops every capability (as an ordinary user the worker holds
+Once the job arrives, the candidate (:func:`finish`) makes its directory and drops every capability (as an ordinary
+user the worker holds
 ``CAP_SYS_ADMIN`` of bubblewrap's user namespace, needed for step 1-2; as root the switch to a
 sandbox uid drops it) before :func:`hifo.sandbox._child.run_candidate` applies the usual layers.
 Memory of these tmpfs is page cache charged to the sandbox's memory cgroup, not to the
@@ -55,7 +56,8 @@ def _check(ret: int, what: str) -> None:
 
 
 def mount(libc: Any, source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
-    enc = lambda s: None if s is None else s.encode()
+    def enc(s: str | None) -> bytes | None:
+        return None if s is None else s.encode()
     _check(libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
            f"mount {fstype or 'bind'} on {target}")
 

@@ -29,7 +29,6 @@ from typing import Any
 from . import _wire
 from ._child import PASS_THROUGH_ENV, SINGLE_THREAD_ENV, child_env  # noqa: F401  (re-exported)
 from ._launch import LOAD_PACKAGE, launcher_argv  # noqa: F401  (LOAD_PACKAGE: re-exported)
-from ._layers import IsolationPlan
 from ._spec import ZygoteSpec  # noqa: F401  (re-exported)
 from .job import Job
 

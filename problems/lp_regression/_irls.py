@@ -18,7 +18,8 @@ The update rule (the evaluator's slot) maps the current ``(r, x)`` to new positi
 algorithm then normalises them onto the ball (so the invariant holds for *any* positive rule)
 and mixes in a uniform padding ``delta`` that keeps ``A R^-1 A^T`` well conditioned. The default
 rule is the damped multiplicative update ``r <- r^(1-eta) (|x|^(p-2))^eta`` with
-``eta = min(1, 1/(p-1))`` (``eta = 1`` is classic IRLS). Every iteration also yields the dual certificate ``b^T y / ||A^T y||_q <= OPT``.
+``eta = min(1, 1/(p-1))`` (``eta = 1`` is classic IRLS). Every iteration also yields the dual certificate ``b^T y /
+||A^T y||_q <= OPT``.
 
 **Departure from the paper** (Ene, Nguyen & Vladu, "Improved ℓp regression via iteratively
 reweighted least squares", arXiv 2510.01729): the paper's exact multiplicative rule and step sizes

@@ -13,9 +13,9 @@ Public API:
 * FMIP (lazy: importing it needs torch): ``hifo.problems.milp.fmip``.
 """
 
-from ._generators import (GENERATORS, barabasi_albert, combinatorial_auction, fcmnf, generate,
-                          gisp, greedy_clique_partition, independent_set, integer_cover,
-                          set_cover)
+from ._gasse import (barabasi_albert, combinatorial_auction, greedy_clique_partition, independent_set,
+                     integer_cover, set_cover)
+from ._generators import GENERATORS, fcmnf, generate, gisp
 from ._highs import (HighsResult, LPRelaxation, cpu_now, primal_integral, read_mps, solve_highs, solve_lp,
                      write_mps)
 from ._handoff import HandoffResult, dive_and_solve, round_to_domain
@@ -25,7 +25,8 @@ from ._instance import (FEAS_TOL, INT_TOL, InfeasiblePoint, MILPInstance, check_
 
 __all__ = [
     "GENERATORS", "generate", "set_cover", "combinatorial_auction", "independent_set", "gisp",
-    "fcmnf", "barabasi_albert", "integer_cover", "greedy_clique_partition", "HighsResult", "LPRelaxation", "cpu_now", "solve_highs", "solve_lp",
+    "fcmnf", "barabasi_albert", "integer_cover", "greedy_clique_partition", "HighsResult", "LPRelaxation", "cpu_now",
+    "solve_highs", "solve_lp",
     "read_mps", "write_mps", "primal_integral", "MILPInstance", "check_solution",
     "InfeasiblePoint", "primal_gap", "FEAS_TOL", "INT_TOL", "HandoffResult", "dive_and_solve",
     "round_to_domain", "COLLECTIONS", "FAMILIES", "SIZES", "collection", "mps_collection",

@@ -14,8 +14,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._gasse import (barabasi_albert, combinatorial_auction, greedy_clique_partition,
-                     independent_set, integer_cover, set_cover)
+from ._gasse import combinatorial_auction, independent_set, integer_cover, set_cover
 from ._instance import MILPInstance
 
 INF = np.inf
@@ -86,17 +85,27 @@ def fcmnf(n_nodes: int = 12, n_arcs: int = 40, n_commodities: int = 8,
         for v in range(n_nodes):
             for a, (i, j) in enumerate(arcs):
                 if i == v:
-                    rows.append(r); cols.append(a * K + k); vals.append(1.0)
+                    rows.append(r)
+                    cols.append(a * K + k)
+                    vals.append(1.0)
                 elif j == v:
-                    rows.append(r); cols.append(a * K + k); vals.append(-1.0)
+                    rows.append(r)
+                    cols.append(a * K + k)
+                    vals.append(-1.0)
             b = demand[k] if v == s else (-demand[k] if v == t else 0.0)
-            lo.append(b); hi.append(b)
+            lo.append(b)
+            hi.append(b)
             r += 1
     for a in range(n_a):
         for k in range(K):
-            rows.append(r); cols.append(a * K + k); vals.append(1.0)
-        rows.append(r); cols.append(n_a * K + a); vals.append(-cap[a])
-        lo.append(-INF); hi.append(0.0)
+            rows.append(r)
+            cols.append(a * K + k)
+            vals.append(1.0)
+        rows.append(r)
+        cols.append(n_a * K + a)
+        vals.append(-cap[a])
+        lo.append(-INF)
+        hi.append(0.0)
         r += 1
     A = sp.csr_matrix((vals, (rows, cols)), shape=(r, n))
     c = np.concatenate([np.repeat(var_cost, K), fixed])

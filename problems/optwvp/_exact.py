@@ -72,8 +72,11 @@ def solve_milp(inst: OPTWVPInstance, time_limit: float = 60.0,
     def add(entries, low, high):
         nonlocal r
         for c, v in entries:
-            rows.append(r); cols.append(c); vals.append(v)
-        lo.append(low); hi.append(high)
+            rows.append(r)
+            cols.append(c)
+            vals.append(v)
+        lo.append(low)
+        hi.append(high)
         r += 1
 
     out_of = {a: [] for a in range(m + 2)}

@@ -58,7 +58,10 @@ def optimal_service_lp(inst: OPTWVPInstance, route: Sequence[int]) -> tuple[np.n
     rows = []
     rhs = []
     # -s_1 <= -t_01
-    row = np.zeros(nv); row[0] = -1.0; rows.append(row); rhs.append(-legs[0])
+    row = np.zeros(nv)
+    row[0] = -1.0
+    rows.append(row)
+    rhs.append(-legs[0])
     for j in range(1, k + 1):  # s_{j-1} + d_{j-1} - s_j <= -t  (j = k is the return, s_end)
         row = np.zeros(nv)
         row[j - 1] = 1.0

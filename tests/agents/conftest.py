@@ -18,7 +18,8 @@ BPP_REPLIES = [
     "```python\ndef priority(item, bins):\n    raise RuntimeError('boom')\n```",
     "I cannot write code today.",
     "{Harmonic-like: favour bins whose gap is a small fraction of the item.}\n```python\nimport numpy as np\n\n"
-    "def priority(item, bins):\n    frac = (bins - item) / (item + 1e-9)\n    return -np.log1p({C} * frac) + 0.2 * (frac < 0.05)\n```",
+    "def priority(item, bins):\n    frac = (bins - item) / (item + 1e-9)\n"
+    "    return -np.log1p({C} * frac) + 0.2 * (frac < 0.05)\n```",
 ]
 
 PRINCIPLE_REPLY = ("- Prefer bins that the item fills almost completely, leaving very little waste behind.\n"

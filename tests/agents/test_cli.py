@@ -70,7 +70,8 @@ def test_run_show_runs_resume_with_a_replayed_model(tmp_path, fake_model, monkey
     cassette = tmp_path / "c.jsonl"
     with LocalExecutor(max_workers=2) as ex:
         start_run(RunConfig(problem="bpp_online", model="fake", generations=1, population=2, offspring=2,
-                            init_samples=3, hyper_lambda=2, seed=3, kb=str(tmp_path / "kb0.sqlite"), run_dir=str(tmp_path / "rec"),
+                            init_samples=3, hyper_lambda=2, seed=3, kb=str(tmp_path / "kb0.sqlite"),
+                            run_dir=str(tmp_path / "rec"),
                             test_set="train"), client=RecordingClient(fake_model, cassette), executor=ex)
     monkeypatch.setenv("HIFO_RUNS", str(tmp_path / "runs"))
     args = ["run", "-p", "bpp_online", "--model", f"replay:{cassette}", "-g", "1", "-n", "2", "--offspring", "2",

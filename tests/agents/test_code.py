@@ -17,7 +17,8 @@ def test_fenced_block_with_prose_and_thought():
 
 
 def test_bare_code_after_prose_keeps_imports_and_helpers():
-    reply = "Here is my idea.\nimport math\ndef _w(x):\n    return x * 2\n\ndef priority(item, bins):\n    return _w(bins) - math.e\n"
+    reply = ("Here is my idea.\nimport math\ndef _w(x):\n    return x * 2\n\n"
+             "def priority(item, bins):\n    return _w(bins) - math.e\n")
     ex = extract_code(reply, ENTRY)
     assert "import math" in ex.code and "def _w(" in ex.code
 

@@ -90,7 +90,8 @@ def test_record_then_replay_on_a_shared_kb_that_already_holds_principles(tmp_pat
     assert rec_summary["best"] == rep_summary["best"]
     assert _export(kb) == after_recording  # the replay wrote nothing into the shared store
     # the replay's private store ends where the recording's shared one did
-    strip = lambda ps: sorted((p["id"], p["uses"], p["wins"], p["utility"], p["status"]) for p in ps)
+    def strip(ps):
+        return sorted((p["id"], p["uses"], p["wins"], p["utility"], p["status"]) for p in ps)
     assert strip(_export(tmp_path / "rep" / "knowledge.sqlite")) == strip(after_recording)
 
 

@@ -21,6 +21,7 @@ OURS = {"hifo", "agents", "evaluators", "problems", "knowledge_base", "benchmark
 
 
 def test_curated_exports_resolve():
+    assert sorted(sandbox.__all__) == sorted(sandbox._EXPORTS)
     for name in sandbox.__all__:
         assert getattr(sandbox, name).__doc__ or name in ("Status", "LEVELS")
     with pytest.raises(AttributeError):
@@ -38,7 +39,8 @@ def test_sandbox_imports_nothing_else_of_ours():
 
 def test_worker_side_imports_stay_light():
     """The zygote and the candidate child load none of the parent-side machinery (nor ray)."""
-    heavy = ("subprocess", "concurrent.futures", "_hifo_sandbox.runner", "_hifo_sandbox.executor", "_hifo_sandbox._process", "ray")
+    heavy = ("subprocess", "concurrent.futures", "_hifo_sandbox.runner", "_hifo_sandbox.executor", "_hifo_sandbox._process",
+             "ray")
     code = LOAD_PACKAGE + (f"import json, _hifo_sandbox._child, _hifo_sandbox._zygote\n"
                            f"print(json.dumps([m for m in {heavy!r} if m in sys.modules]))\n")
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True)

@@ -11,7 +11,6 @@ import os
 import time
 from pathlib import Path
 
-import pytest
 from sandbox_helpers import needs
 from solvers import make_job
 

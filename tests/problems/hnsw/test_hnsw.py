@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from hifo.problems.hnsw import (
-    HNSW,
     RULES,
     brute_force_knn,
     build,

@@ -73,14 +73,17 @@ def test_checker_catches_violations(solved):
     check_solution(inst, x)
     with pytest.raises(InfeasiblePoint, match="shape"):
         check_solution(inst, x[:-1])
-    bad = x.copy(); bad[0] = np.nan
+    bad = x.copy()
+    bad[0] = np.nan
     with pytest.raises(InfeasiblePoint, match="non-finite"):
         check_solution(inst, bad)
-    bad = x.copy(); bad[0] = inst.lb[0] - 1.0
+    bad = x.copy()
+    bad[0] = inst.lb[0] - 1.0
     with pytest.raises(InfeasiblePoint, match="bound"):
         check_solution(inst, bad)
     j = int(np.flatnonzero(inst.is_int)[0])
-    bad = x.copy(); bad[j] = 0.5
+    bad = x.copy()
+    bad[j] = 0.5
     with pytest.raises(InfeasiblePoint, match="integrality"):
         check_solution(inst, bad)
     # a point inside the bounds and integral that violates a row
