@@ -41,9 +41,8 @@ class RunData:
             self.config = store.get_meta("config", {}) or {}
             self.status = store.get_meta("status", "?")
             self.stop_reason = store.get_meta("stop_reason")
-            self.cands = store.candidates(order="COALESCE(evaluated_at, created_at), id")
-            self.prompts = store.db.execute("SELECT generation, operator, principle_ids, usage FROM prompts "
-                                            "ORDER BY created_at").fetchall()
+            self.cands = store.candidates(order="timeline")
+            self.prompts = store.prompt_usage()
             self.foresight = store.foresight()
             self.recalls = store.events("recall")
         finally:
@@ -92,13 +91,6 @@ def _reason(c: Any) -> str:
     return f"{c.status}: {(c.error or '').split(':')[0][:40]}".rstrip(": ")
 
 
-def _usage(row: Any) -> dict[str, Any]:
-    try:
-        return json.loads(row["usage"] or "{}")
-    except (TypeError, ValueError):
-        return {}
-
-
 def _fitness_plot(d: RunData) -> str:
     xs, ys = d.best_curve()
     mx, my = d.medians()
@@ -136,7 +128,7 @@ def _principles_plot(d: RunData) -> tuple[str, list[tuple[str, str, int]]]:
 def _cost_plot(d: RunData) -> tuple[str, str]:
     tokens, cost = defaultdict(int), defaultdict(float)
     for row in d.prompts:
-        u = _usage(row)
+        u = row["usage"]
         tokens[row["generation"]] += int(u.get("prompt_tokens") or 0) + int(u.get("completion_tokens") or 0)
         cost[row["generation"]] += float(u.get("cost_usd") or 0.0)
     gens = sorted(tokens)

@@ -30,12 +30,11 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
         store = RunStore(d / "run.sqlite")
         try:
             cfg = store.get_meta("config", {}) or {}
-            best = store.db.execute("SELECT objective FROM candidates WHERE status='evaluated' AND feasible=1 "
-                                    "ORDER BY fitness DESC LIMIT 1").fetchone()
+            best = store.best_feasible(1)
             s = spend(d)
             rows.append({"run": str(d), "problem": cfg.get("problem", "?"), "model": cfg.get("model", "?"),
                          "status": store.get_meta("status", None) or "incomplete (start failed)",
-                         "evaluations": store.count_evaluated(), "best": None if best is None else best[0],
+                         "evaluations": store.count_evaluated(), "best": best[0].objective if best else None,
                          "cost_usd": round(s["cost_usd"], 6), "tokens": s["prompt_tokens"] + s["completion_tokens"]})
         finally:
             store.close()
@@ -51,7 +50,7 @@ def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = Fal
     store = RunStore(run / "run.sqlite")
     try:
         cfg = store.get_meta("config", {}) or {}
-        best = store.candidates("status='evaluated' AND feasible=1", order="fitness DESC")[:top]
+        best = store.best_feasible(top)
         timeline = store.foresight()
         recalls = store.events("recall")
         data = {
@@ -62,7 +61,7 @@ def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = Fal
                       "thought": c.thought, "code": c.code} for c in best],
             "foresight": timeline,
             "recalled": recalls,
-            "counts": dict(store.db.execute("SELECT status, COUNT(*) FROM candidates GROUP BY status").fetchall()),
+            "counts": store.status_counts(),
             "where_ran": store.placements(),
         }
         if prompts:

@@ -10,9 +10,10 @@ import json
 import sqlite3
 import time
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 
 from hifo.sandbox._scrub import scrub
 
@@ -64,6 +65,7 @@ class CandidateRow:
     usage: dict[str, Any] | None = None
     node: str | None = None
     isolation: dict[str, Any] = field(default_factory=dict)
+    evaluated_at: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -72,6 +74,27 @@ class CandidateRow:
 
 def _j(x: Any) -> str:
     return json.dumps(x, sort_keys=True)
+
+
+def _loads(text: str | None, default: Any) -> Any:
+    """JSON from a column a report reads; a damaged value reads as the default instead of failing the report."""
+    try:
+        return json.loads(text) if text else default
+    except (TypeError, ValueError):
+        return default
+
+
+# the orders a caller may ask for, by name (never pasted from the caller)
+Order = Literal["created", "id", "fitness", "timeline"]
+_ORDERS: dict[str, str] = {"created": "created_at, id", "id": "id", "fitness": "fitness DESC, id",
+                           "timeline": "COALESCE(evaluated_at, created_at), id"}
+Names = str | Iterable[str] | None
+
+
+def _names(column: str, value: Names, negate: bool = False) -> tuple[str, list[Any]]:
+    vals = [value] if isinstance(value, str) else list(value or ())
+    marks = ",".join("?" * len(vals))
+    return f"{column} {'NOT IN' if negate else 'IN'} ({marks})", vals
 
 
 class RunStore:
@@ -105,6 +128,9 @@ class RunStore:
 
     def mark(self, key: str, value: Any = True) -> None:
         self.db.execute("INSERT OR REPLACE INTO markers VALUES (?, ?)", (key, _j(value)))
+
+    def unmark(self, key: str) -> None:
+        self.db.execute("DELETE FROM markers WHERE key=?", (key,))
 
     def marker(self, key: str) -> Any:
         row = self.db.execute("SELECT value FROM markers WHERE key=?", (key,)).fetchone()
@@ -141,7 +167,7 @@ class RunStore:
             objective=r["objective"], metrics=json.loads(r["metrics"] or "{}"),
             per_instance=json.loads(r["per_instance"] or "[]"), error=r["error"], wall_s=r["wall_s"],
             prompt_id=r["prompt_id"], usage=json.loads(r["usage"] or "{}"), node=r["node"],
-            isolation=json.loads(r["isolation"] or "{}"))
+            isolation=json.loads(r["isolation"] or "{}"), evaluated_at=r["evaluated_at"])
 
     def placements(self) -> list[dict[str, Any]]:
         """Where the evaluated candidates ran: one row per (node, isolation level, layers) with a count."""
@@ -162,19 +188,74 @@ class RunStore:
             raise KeyError(f"no candidate {cid!r}")
         return self._row(r)
 
-    def candidates(self, where: str = "1=1", args: tuple = (), order: str = "created_at") -> list[CandidateRow]:
-        rows = self.db.execute(f"SELECT * FROM candidates WHERE {where} ORDER BY {order}", args).fetchall()
-        return [self._row(r) for r in rows]
+    def candidates(self, where: str | None = None, args: tuple = (), *, generation: int | None = None,
+                   up_to_generation: int | None = None, operator: Names = None, not_operator: Names = None,
+                   status: Names = None, feasible: bool | None = None, order: Order | str = "created",
+                   limit: int | None = None) -> list[CandidateRow]:
+        """The candidates matching every filter given (a name filter takes one name or several).
+
+        ``where``/``args`` (an SQL fragment) is the deprecated form kept until every caller uses the
+        keyword filters; it warns, and its ``order`` may then still be an SQL expression.
+        """
+        conds: list[str] = []
+        vals: list[Any] = []
+        if where is not None:
+            warnings.warn("RunStore.candidates(where=...) is deprecated: use the keyword filters",
+                          DeprecationWarning, stacklevel=2)
+            conds.append(f"({where})")
+            vals += list(args)
+        for column, value, negate in (("operator", operator, False), ("operator", not_operator, True),
+                                      ("status", status, False)):
+            if value is not None:
+                cond, v = _names(column, value, negate)
+                conds.append(cond)
+                vals += v
+        if generation is not None:
+            conds.append("generation=?")
+            vals.append(generation)
+        if up_to_generation is not None:
+            conds.append("generation<=?")
+            vals.append(up_to_generation)
+        if feasible is not None:
+            conds.append("feasible=?")
+            vals.append(int(feasible))
+        if order in _ORDERS:
+            by = _ORDERS[order]
+        elif where is not None:
+            by = order  # deprecated form: the caller's SQL
+        else:
+            raise ValueError(f"unknown order {order!r}; one of {sorted(_ORDERS)}")
+        q = f"SELECT * FROM candidates WHERE {' AND '.join(conds) or '1=1'} ORDER BY {by}"
+        if limit is not None:
+            q += " LIMIT ?"
+            vals.append(int(limit))
+        return [self._row(r) for r in self.db.execute(q, vals).fetchall()]
 
     def pending(self) -> list[CandidateRow]:
-        return self.candidates("status='pending'", order="created_at, id")
+        return self.candidates(status="pending")
+
+    def best_feasible(self, n: int = 1) -> list[CandidateRow]:
+        """The ``n`` evaluated feasible candidates of highest fitness (ties: by id)."""
+        return self.candidates(status="evaluated", feasible=True, order="fitness", limit=n)
+
+    def status_counts(self) -> dict[str, int]:
+        """How many candidates have each status (pending, evaluated, invalid, duplicate)."""
+        return {s: n for s, n in self.db.execute("SELECT status, COUNT(*) FROM candidates GROUP BY status")}
+
+    def expire(self, cids: Iterable[str], reason: str) -> int:
+        """Mark candidates that will not be evaluated (budget spent, run over) invalid, with the reason."""
+        cur = self.db.executemany("UPDATE candidates SET status='invalid', error=? WHERE id=?",
+                                  [(scrub(reason, limit=4000), cid) for cid in cids])
+        return cur.rowcount
 
     def has_hash(self, code_hash: str) -> bool:
         return self.db.execute("SELECT 1 FROM candidates WHERE code_hash=? AND status IN"
                                " ('pending','evaluated') LIMIT 1", (code_hash,)).fetchone() is not None
 
-    def delete_pending(self, generation: int) -> int:
-        return self.db.execute("DELETE FROM candidates WHERE generation=? AND status='pending'",
+    def discard_proposals(self, generation: int) -> int:
+        """Delete a generation's proposed batch (every candidate but the baselines), so that a batch
+        half-written by a killed process is proposed again whole; returns how many rows went."""
+        return self.db.execute("DELETE FROM candidates WHERE generation=? AND operator!='baseline'",
                                (generation,)).rowcount
 
     def count_evaluated(self) -> int:
@@ -188,6 +269,13 @@ class RunStore:
                         (pid, generation, operator, _j(messages), _j(principle_ids), reply, _j(usage or {}),
                          time.time()))
         return pid
+
+    def prompt_usage(self) -> list[dict[str, Any]]:
+        """Each prompt's generation, operator, principle ids and usage (no messages), oldest first."""
+        rows = self.db.execute("SELECT generation, operator, principle_ids, usage FROM prompts ORDER BY created_at")
+        return [{"generation": r["generation"], "operator": r["operator"],
+                 "principle_ids": _loads(r["principle_ids"], []), "usage": _loads(r["usage"], {})}
+                for r in rows.fetchall()]
 
     def prompts(self, generation: int | None = None) -> list[dict[str, Any]]:
         q, a = ("SELECT * FROM prompts WHERE generation=? ORDER BY created_at", (generation,)) \

@@ -147,7 +147,7 @@ def test_real_embedded_model_runs_a_tiny_search(tmp_path):
 
     store = RunStore(tmp_path / "run" / "run.sqlite")
     try:
-        offspring = store.candidates("operator NOT IN ('baseline', 'hyper')")
+        offspring = store.candidates(not_operator=("baseline", "hyper"))
     finally:
         store.close()
     assert len(offspring) == summary["model_usage"]["calls"]  # one candidate per reply, parsed or not

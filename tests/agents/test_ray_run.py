@@ -52,7 +52,7 @@ def _evaluated(run_dir) -> list:
         return []
     store = RunStore(path)
     try:
-        return store.candidates("status='evaluated'")
+        return store.candidates(status="evaluated")
     finally:
         store.close()
 
@@ -111,6 +111,6 @@ def test_search_through_ray_client(tmp_path, cluster, fake_model):
 def _evaluated_at(run_dir, cid) -> float:
     store = RunStore(run_dir / "run.sqlite")
     try:
-        return store.db.execute("SELECT evaluated_at FROM candidates WHERE id=?", (cid,)).fetchone()[0]
+        return store.candidate(cid).evaluated_at
     finally:
         store.close()
