@@ -28,7 +28,7 @@ def _fail(msg: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
-def _one_line(exc: BaseException) -> str:
+def _one_line(exc: BaseException | str) -> str:
     from rich.markup import escape
 
     return escape(" ".join(str(exc).split()))  # prompt text in the message may hold [brackets]

@@ -252,7 +252,8 @@ def find_constants(code: str, entry: str | None = None) -> list[Constant]:
         for n in tree.body:
             if isinstance(n, ast.FunctionDef) and n.name == entry:
                 root = n
-    return [Constant(i, float(n.value), isinstance(n.value, int), n.lineno)
+    # _constant_nodes keeps numeric constants only
+    return [Constant(i, float(n.value), isinstance(n.value, int), n.lineno)  # type: ignore[arg-type]
             for i, n in enumerate(_constant_nodes(root))]
 
 

@@ -17,7 +17,7 @@ import time
 from collections import Counter, defaultdict
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from hifo.agents.svgplot import bar_chart, line_chart
 
@@ -54,12 +54,15 @@ class RunData:
 
     def best_curve(self) -> tuple[list[float], list[float | None]]:
         """Best-so-far primary metric after each evaluation (None until a feasible one)."""
-        xs, ys, best = [], [], None
+        xs: list[float] = []
+        ys: list[float | None] = []
+        best: float | None = None  # fitness of the best so far
+        best_objective: float | None = None
         for i, c in enumerate(self.evaluated, 1):
-            if c.ok and (best is None or c.fitness > best.fitness):
-                best = c
+            if c.ok and c.fitness is not None and (best is None or c.fitness > best):
+                best, best_objective = c.fitness, c.objective
             xs.append(float(i))
-            ys.append(None if best is None else best.objective)
+            ys.append(best_objective)
         return xs, ys
 
     def gen_spans(self) -> dict[int, tuple[float, float]]:
@@ -69,9 +72,10 @@ class RunData:
         return {g: (min(v) - 0.5, max(v) + 0.5) for g, v in spans.items()}
 
     def medians(self) -> tuple[list[float], list[float | None]]:
-        spans, by_gen = self.gen_spans(), defaultdict(list)
+        spans = self.gen_spans()
+        by_gen: dict[int, list[float]] = defaultdict(list)
         for c in self.evaluated:
-            if c.ok:
+            if c.ok and c.objective is not None:
                 by_gen[c.generation].append(c.objective)
         gens = sorted(spans)
         return ([spans[g][1] - 0.5 for g in gens],
@@ -79,7 +83,7 @@ class RunData:
 
     def best(self) -> Any:
         ok = [c for c in self.evaluated if c.ok]
-        return max(ok, key=lambda c: c.fitness) if ok else None
+        return max(ok, key=lambda c: c.fitness or 0.0) if ok else None  # ok: fitness is set
 
 
 def _reason(c: Any) -> str:
@@ -126,7 +130,8 @@ def _principles_plot(d: RunData) -> tuple[str, list[tuple[str, str, int]]]:
 
 
 def _cost_plot(d: RunData) -> tuple[str, str]:
-    tokens, cost = defaultdict(int), defaultdict(float)
+    tokens: dict[int, int] = defaultdict(int)
+    cost: dict[int, float] = defaultdict(float)
     for row in d.prompts:
         u = row["usage"]
         tokens[row["generation"]] += int(u.get("prompt_tokens") or 0) + int(u.get("completion_tokens") or 0)
@@ -156,7 +161,8 @@ def _diff_html(old: str, new: str) -> str:
 
 def _lineage(d: RunData) -> str:
     by_id = {c.id: c for c in d.cands}
-    chain, c = [], d.best()
+    chain: list[Any] = []
+    c = d.best()
     while c is not None and len(chain) < 50:
         chain.append(c)
         c = by_id.get(c.parents[0]) if c.parents else None
@@ -206,7 +212,7 @@ def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
     return path
 
 
-def render_compare(run_dirs: list[str | Path]) -> str:
+def render_compare(run_dirs: Sequence[str | Path]) -> str:
     runs = [RunData(r) for r in run_dirs]
     series, rows = [], []
     for d in runs:

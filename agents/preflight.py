@@ -50,7 +50,7 @@ def check_inputs(cfg: RunConfig) -> Any:
         spec = parse_spec(cfg.model)
     except ValueError as exc:
         raise PreflightError(f"--model: {_one_line(exc)}") from exc
-    if spec.kind == "replay" and not Path(spec.target).is_file():
+    if spec.kind == "replay" and not Path(spec.named).is_file():
         raise PreflightError(f"--model: replay cassette {spec.target} does not exist")
     if spec.kind == "local" and spec.target is not None and not Path(spec.target).is_file():
         raise PreflightError(f"--model: GGUF model file {spec.target} does not exist")

@@ -15,7 +15,7 @@ from hifo.agents.config import default_runs_dir
 
 def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
     root = Path(root) if root else default_runs_dir()
-    rows = []
+    rows: list[dict[str, Any]] = []
     if not root.exists():
         return rows
     from hifo.agents.rundb import RunStore

@@ -45,7 +45,7 @@ def _range(values: Sequence[float]) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
-def line_chart(name: str, title: str, series: list[tuple[str, list[float], list[float | None]]], *,
+def line_chart(name: str, title: str, series: Sequence[tuple[str, Sequence[float], Sequence[float | None]]], *,
                xlabel: str = "", ylabel: str = "", bands: list[tuple[float, float, str]] | None = None,
                markers_only: Sequence[str] = (), width: int = 760, height: int = 300) -> str:
     """``series``: (label, xs, ys); a None y breaks the line. ``bands``: (x0, x1, label) shaded behind."""
@@ -84,7 +84,8 @@ def line_chart(name: str, title: str, series: list[tuple[str, list[float], list[
         if label in markers_only:
             out += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{color}"/>' for x, y in pts]
         else:
-            segs, cur = [], []
+            segs: list[list[str]] = []
+            cur: list[str] = []
             for x, y in zip(xs, ys):
                 if y is None or not math.isfinite(y):
                     segs, cur = segs + ([cur] if cur else []), []

@@ -54,7 +54,7 @@ class DMSInstance:
     solution_dim: int = 100
     batch_size: int = 36
     restart_rule: int = 100
-    centroids: np.ndarray = field(default=None, compare=False, repr=False)
+    centroids: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def evaluations(self) -> int:

@@ -139,7 +139,7 @@ class TSPConstruct(Evaluator):
             "tsplib": {"gap_percent": 25.86},
         },
     }
-    tags = ("routing", "tsp", "constructive", "eoh")
+    tags: tuple[str, ...] = ("routing", "tsp", "constructive", "eoh")
 
     def load_instances(self, instance_set: str) -> list[TSPInstance]:
         return list(_load(instance_set))

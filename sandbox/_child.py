@@ -28,7 +28,7 @@ import pickle
 import resource
 import socket
 import sys
-from typing import Any
+from typing import Any, Mapping
 
 from . import _execute, _fence, _wire  # noqa: F401  (_fence: imported by the spare, off the job's path)
 
@@ -40,10 +40,10 @@ SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS
 
 def child_env(workdir: str, source: dict[str, str] | None = None) -> dict[str, str]:
     """The whole environment of the zygote and the candidate: an allowlist, nothing inherited."""
-    source = os.environ if source is None else source
+    src: Mapping[str, str] = os.environ if source is None else source
     env = {"PATH": MINIMAL_PATH, "HOME": workdir, "TMPDIR": workdir}
     env.update({name: "1" for name in SINGLE_THREAD_ENV})
-    env.update({name: source[name] for name in PASS_THROUGH_ENV if name in source})
+    env.update({name: src[name] for name in PASS_THROUGH_ENV if name in src})
     env.setdefault("LANG", "C.UTF-8")
     return env
 
@@ -185,10 +185,11 @@ def _lower(which: int, soft: int, hard: int | None = None) -> None:
 
 
 def _isolate_stdio(budget: int) -> None:
-    sys.stdin = sys.__stdin__ = io.StringIO()
+    # the interpreter's own dunder streams are replaced on purpose: a candidate reaching for them gets ours
+    sys.stdin = sys.__stdin__ = io.StringIO()  # type: ignore[misc,assignment]
     faulthandler.enable(file=2, all_threads=True)  # a segfault dump lands in the stderr file
-    sys.stdout = sys.__stdout__ = _execute.CappedText(lambda b: _write_all(1, b), budget, fileno=1)
-    sys.stderr = sys.__stderr__ = _execute.CappedText(lambda b: _write_all(2, b), budget, fileno=2)
+    sys.stdout = sys.__stdout__ = _execute.CappedText(lambda b: _write_all(1, b), budget, fileno=1)  # type: ignore[misc,assignment]
+    sys.stderr = sys.__stderr__ = _execute.CappedText(lambda b: _write_all(2, b), budget, fileno=2)  # type: ignore[misc,assignment]
 
 
 def _write_all(fd: int, data: bytes) -> None:

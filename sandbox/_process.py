@@ -94,13 +94,14 @@ class Zygote:
         self.ctl = mine
         _LIVE.add(self)
         disk = self.spec.disk_bytes
+        private_dirs: list[str] = {"bwrap": ["/tmp", "/dev/shm"],
+                                   "unshare": ["/tmp", "/var/tmp", "/dev/shm"]}.get(plan.launcher, [])
         config = {
             "launcher": plan.launcher, "parent_pid": os.getpid(), "parent_pidns": _pidns(),
             "site_dirs": list(plan.site_dirs), "sys_path": list(self.spec.sys_path),
             "preload": list(self.spec.preload), "solver_module": self.spec.solver_module,
             "uids": list(self.uids), "seccomp": plan.seccomp, "tmp_root": tmp_root,
-            "private_dirs": {"bwrap": ["/tmp", "/dev/shm"], "unshare": ["/tmp", "/var/tmp", "/dev/shm"]}.get(
-                plan.launcher, []),
+            "private_dirs": private_dirs,
             # a directory holding code the worker needs (a checkout in /tmp) is not covered by a tmpfs
             # under unshare: it cannot bind the code back afterwards (bubblewrap can)
             "mount_tmpfs": [(d, size) for d, size in (("/tmp", disk), ("/var/tmp", min(disk, 1 << 24)),
@@ -108,7 +109,7 @@ class Zygote:
                             if not any(os.path.realpath(p).startswith(d + os.sep) for p in self.spec.ro_paths)]
             if plan.launcher == "unshare" else [],
         }
-        config["nest"] = _nest_config(self.spec, config["private_dirs"]) if plan.launcher != "none" else None
+        config["nest"] = _nest_config(self.spec, private_dirs) if plan.launcher != "none" else None
         try:
             _wire.send(mine, pickle.dumps(config))
             self.info = self._await("ready", time.monotonic() + self.start_timeout_s)

@@ -102,7 +102,11 @@ class RayExecutor:
         future: Future[SandboxResult] = ref.future()
         with self._lock:
             self._refs[ref] = future
-        future.add_done_callback(lambda _f, ref=ref: self._forget(ref))
+
+        def forget(_f: Future[SandboxResult], ref: Any = ref) -> None:
+            self._forget(ref)
+
+        future.add_done_callback(forget)
         return future
 
     def cancel(self, future: Future, reason: str = "cancelled") -> None:

@@ -139,6 +139,7 @@ class Zygote:
         event = self._supervise(pid, sock, time.monotonic() + float(request["timeout_s"]))
         sock.close()
         self._kill_candidate(uid)
+        returncode: int | None
         if event["how"] == "done":  # the result is written: the parent need not wait for teardown
             returncode, cpu_s = 0, 0.0
         else:

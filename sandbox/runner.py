@@ -19,7 +19,7 @@ from typing import Any, Callable, get_args
 
 from ._layers import LAYERS, IsolationPlan, resolve
 from ._pool import WarmPool, start_zygote, stop_zygote
-from ._process import ProcessOutcome, ZygoteLost, ZygoteSpec, child_env
+from ._process import ProcessOutcome, Zygote, ZygoteLost, ZygoteSpec, child_env
 from .job import Job, SandboxResult, Status
 
 STATUSES = frozenset(get_args(Status))
@@ -104,7 +104,7 @@ def _run(job: Job, on_start: Callable[[JobHandle], None] | None, plan: Isolation
     if on_start is not None:
         on_start(handle)
     cap = _result_cap(job)
-    zygote = None
+    zygote: Zygote | None = None
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         for attempt in range(3):  # a worker lost before it took the job is replaced transparently
             zygote = pool.acquire(spec) if pool is not None else start_zygote(spec)
@@ -122,6 +122,7 @@ def _run(job: Job, on_start: Callable[[JobHandle], None] | None, plan: Isolation
             finally:
                 handle.attach(None)
             break
+        assert zygote is not None  # the loop above either ran the job on one or raised
         if pool is not None and zygote.alive:
             pool.release(zygote)
         else:

@@ -38,6 +38,13 @@ class ModelSpec:
     target: str | None = None  # model name, GGUF path or cassette path
     base_url: str | None = None
 
+    @property
+    def named(self) -> str:
+        """The target, for the kinds that always name one (replay, openai, litellm)."""
+        if self.target is None:
+            raise ValueError(f"a {self.kind!r} model spec names no model or file")
+        return self.target
+
 
 def default_model_spec() -> str:
     return os.environ.get("HIFO_MODEL", "local")
@@ -86,13 +93,13 @@ def make_client(spec: str, *, cache_path: str | os.PathLike | None = None,
     max_tries: attempts per call of a remote model (1 for the pre-flight check: no retries)."""
     parsed = parse_spec(spec)
     if parsed.kind == "replay" and record_path is not None and os.path.abspath(record_path) == os.path.abspath(
-            parsed.target):
+            parsed.named):
         raise ValueError(f"cannot record into the cassette being replayed: {record_path}")
     client: Any
     if parsed.kind == "replay":
         from hifo.agents.llm.replay import ReplayClient
 
-        client = ReplayClient(parsed.target)
+        client = ReplayClient(parsed.named)
     elif parsed.kind == "local":
         from hifo.agents.llm.local import LocalGGUFClient
 
@@ -103,11 +110,12 @@ def make_client(spec: str, *, cache_path: str | os.PathLike | None = None,
         if parsed.kind == "openai":
             from hifo.agents.llm.openai_client import OpenAIClient
 
-            backend: Any = OpenAIClient(parsed.target, parsed.base_url, timeout=timeout_s)
+            assert parsed.base_url is not None  # parse_spec makes "openai" only with a base URL
+            backend: Any = OpenAIClient(parsed.named, parsed.base_url, timeout=timeout_s)
         else:
             from hifo.agents.llm.litellm_client import LiteLLMClient
 
-            backend = LiteLLMClient(parsed.target, api_base=parsed.base_url, timeout=timeout_s)
+            backend = LiteLLMClient(parsed.named, api_base=parsed.base_url, timeout=timeout_s)
         # the watchdog is a safety net above the SDK's own request timeout (which normally fires first)
         client = RetryingClient(backend, max_tries=max_tries, timeout_s=2 * timeout_s + 30)
     return wrap_client(client, cache_path=None if parsed.kind == "replay" else cache_path, record_path=record_path,

@@ -155,7 +155,7 @@ class ScriptedClient:
     (``flatten_messages``) and the sample index. A list item that is an exception is raised instead.
     Token counts are whitespace splits; ``calls`` keeps every request for inspection."""
 
-    def __init__(self, replies: list[str | BaseException] | Callable[[str, int], str], *, model: str = "scripted",
+    def __init__(self, replies: list[str | BaseException] | Callable[[str, int], str | BaseException], *, model: str = "scripted",
                  style: str = "chat", cost_per_completion: float = 0.0):
         self.model, self.style, self.cost = model, style, cost_per_completion
         if callable(replies):
