@@ -24,10 +24,10 @@ from hifo.evaluators.tsp_construct import (
     RANDOM_SETS,
     REFS_PATH,
     TSPLIB_NAMES,
-    coords_digest,
     random_set_specs,
 )
 from hifo.problems.routing import (
+    array_digest,
     gap_percent,
     lkh_tour,
     nearest_neighbour_tour,
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> dict:
             secs = time.perf_counter() - t0
             nn = tour_length(nearest_neighbour_tour(inst.distance_matrix), inst.distance_matrix)
             refs["random"][name] = {"set": set_name, "n": n, "seed": seed, "length": length,
-                                    "coords_sha256": coords_digest(inst.coords)}
+                                    "coords_sha256": array_digest(inst.coords)}
             rows.append({"instance": name, "set": set_name, "n": n, "reference": length,
                          "lkh_s": secs, "nn_gap_percent": gap_percent(nn, length)})
     for name in TSPLIB_NAMES:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
-from hifo.evaluators._data import load_refs
+from hifo.evaluators._data import checked_reference, load_refs
 from hifo.problems.routing import (
     CVRPInstance,
     InvalidRoutes,
@@ -83,17 +83,13 @@ def _refs() -> dict[str, Any]:
 @lru_cache(maxsize=None)
 def _load(instance_set: str) -> tuple[CVRPInstance, ...]:
     if instance_set not in RANDOM_SETS:
-        raise KeyError(f"unknown instance set {instance_set!r} for acvrp_construct; "
-                       f"known: {', '.join(ACVRPConstruct.instance_sets)}")
+        raise ACVRPConstruct.unknown_instance_set(instance_set)
     refs = _refs()["acvrp"]
     out = []
     for name, n, seed in random_set_specs(instance_set):
         inst = random_acvrp_instance(n, seed, name=name)
-        ref = refs.get(name)
-        if ref is None or ref["n"] != n or ref["seed"] != seed or ref["capacity"] != inst.capacity:
-            raise RuntimeError(f"no stored reference for {name}; rerun benchmarks.routing --make-refs")
-        if ref["sha256"] != array_digest(inst.distance_matrix):
-            raise RuntimeError(f"{name}: the generator no longer reproduces the reference instance")
+        ref = checked_reference(refs, name, array_digest(inst.distance_matrix),
+                                remake="benchmarks.routing --make-refs", n=n, seed=seed, capacity=inst.capacity)
         out.append(CVRPInstance(name, inst.distance_matrix, inst.demands, inst.capacity,
                                 float(ref["cost"]), f"pyvrp {ref['seconds']}s"))
     return tuple(out)

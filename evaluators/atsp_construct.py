@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hifo.evaluators.base import FunctionTemplate
-from hifo.evaluators._data import load_refs
+from hifo.evaluators._data import checked_reference, load_refs
 from hifo.evaluators.tsp_construct import TSPConstruct
 from hifo.problems.routing import (
     TSPInstance,
@@ -83,17 +83,13 @@ def _load(instance_set: str) -> tuple[TSPInstance, ...]:
         return tuple(read_tsplib_atsp(DATA_DIR / f"{name}.atsp", refs[name]["optimum"])
                      for name in TSPLIB_NAMES)
     if instance_set not in RANDOM_SETS:
-        raise KeyError(f"unknown instance set {instance_set!r} for atsp_construct; "
-                       f"known: {', '.join(ATSPConstruct.instance_sets)}")
+        raise ATSPConstruct.unknown_instance_set(instance_set)
     refs = _refs()["tmat"]
     out = []
     for name, n, seed in random_set_specs(instance_set):
         inst = random_tmat_instance(n, seed, name)
-        ref = refs.get(name)
-        if ref is None or ref["n"] != n or ref["seed"] != seed:
-            raise RuntimeError(f"no stored reference for {name}; rerun benchmarks.routing --make-refs")
-        if ref["sha256"] != array_digest(inst.distance_matrix):
-            raise RuntimeError(f"{name}: the generator no longer reproduces the reference instance")
+        ref = checked_reference(refs, name, array_digest(inst.distance_matrix),
+                                remake="benchmarks.routing --make-refs", n=n, seed=seed)
         out.append(TSPInstance(name, inst.distance_matrix, None, float(ref["length"]), "lkh3"))
     return tuple(out)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterable, Literal
 
 Direction = Literal["minimize", "maximize"]
 
@@ -56,8 +56,12 @@ class FunctionTemplate:
         doc = '    """' + self.docstring.strip().replace("\n", "\n    ") + '\n    """\n'
         return f"{sig}\n{doc}{body if body is not None else self.baseline_body}".rstrip() + "\n"
 
+    def source(self, body: str | None = None) -> str:
+        """Full source of a heuristic with ``body`` (default: the baseline body): imports + function."""
+        return f"{self.imports}\n\n\n{self.render(body)}"
+
     def baseline_source(self) -> str:
-        return f"{self.imports}\n\n\n{self.render()}"
+        return self.source()
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,13 @@ class Evaluator(ABC):
         """Run the algorithm with ``heuristic`` in its slot; return a JSON-able solution."""
 
     # ---- helpers -------------------------------------------------------------------
+    @classmethod
+    def unknown_instance_set(cls, instance_set: str, known: Iterable[str] | None = None) -> KeyError:
+        """The error :meth:`load_instances` raises for a set it does not have (``known``: default
+        :attr:`instance_sets`): ``raise self.unknown_instance_set(name)``."""
+        names = ", ".join(cls.instance_sets if known is None else known)
+        return KeyError(f"unknown instance set {instance_set!r} for {cls.name}; known: {names}")
+
     @classmethod
     def entry_point(cls) -> str:
         """``module:Class`` path the sandbox child imports to find :meth:`solve`."""

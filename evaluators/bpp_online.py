@@ -58,8 +58,7 @@ def _load(instance_set: str) -> tuple[BinPackingInstance, ...]:
         return tuple(read_funsearch_json(DATA_DIR / "weibull_5k_funsearch.json"))
     if instance_set == "or3":
         return tuple(read_funsearch_json(DATA_DIR / "or3_funsearch.json"))
-    raise KeyError(f"unknown instance set {instance_set!r} for bpp_online; "
-                   f"known: {', '.join(BinPackingOnline.instance_sets)}")
+    raise BinPackingOnline.unknown_instance_set(instance_set)
 
 
 class BinPackingOnline(Evaluator):
@@ -89,7 +88,7 @@ class BinPackingOnline(Evaluator):
     default_test_set = "test"
     baselines = {
         "best_fit": _TEMPLATE.baseline_source(),
-        "first_fit": f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(_FIRST_FIT_BODY)}",
+        "first_fit": _TEMPLATE.source(_FIRST_FIT_BODY),
     }
     # What these baselines measure (tests/evaluators re-measure every figure); excess in %.
     reference_figures = {

@@ -113,7 +113,7 @@ _TEMPLATE = FunctionTemplate(name="repair", signature=_SIGNATURE, docstring=_DOC
 
 
 def _source(body: str) -> str:
-    return f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(body)}"
+    return _TEMPLATE.source(body)
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ def _built(n: int, dim: int, M: int, efc: int, seed: int) -> tuple[np.ndarray, n
 @lru_cache(maxsize=None)
 def _load(instance_set: str) -> tuple[HNSWDeleteInstance, ...]:
     if instance_set not in _SPECS:
-        raise KeyError(f"unknown instance set {instance_set!r} for hnsw_delete; known: {', '.join(_SPECS)}")
+        raise HNSWDelete.unknown_instance_set(instance_set, _SPECS)
     out = []
     for name, n, dim, M, efc, frac, seed in _SPECS[instance_set]:
         X, Q, base = _built(n, dim, M, efc, seed)

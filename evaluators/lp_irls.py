@@ -77,7 +77,7 @@ _HALF_BODY = ("    # Fixed damping 1/2.\n"
 
 
 def _source(body: str) -> str:
-    return f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(body)}"
+    return _TEMPLATE.source(body)
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def make_refs() -> dict[str, float]:
 @lru_cache(maxsize=None)
 def _load(instance_set: str) -> tuple[LpInstance, ...]:
     if instance_set not in _SPECS:
-        raise KeyError(f"unknown instance set {instance_set!r} for lp_irls; known: {', '.join(_SPECS)}")
+        raise LpIRLS.unknown_instance_set(instance_set, _SPECS)
     refs = load_refs(REFS, MAKE_REFS)
     out = []
     for d, n, p, seed in _SPECS[instance_set]:

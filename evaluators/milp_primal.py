@@ -103,7 +103,7 @@ def best_known() -> dict[str, dict]:
 @lru_cache(maxsize=None)
 def _load(instance_set: str) -> tuple[dict, ...]:
     if instance_set not in TIME_LIMIT:
-        raise KeyError(f"unknown instance set {instance_set!r} for milp_primal; known: train, test")
+        raise MILPPrimal.unknown_instance_set(instance_set, ("train", "test"))
     refs = best_known()
     out = []
     for inst in collection(instance_set):
@@ -183,7 +183,7 @@ class MILPPrimal(Evaluator):
     limits = Limits(timeout_s=60.0, cpu_s=120, memory_mb=4096)
     baselines = {
         "lp_fix_integral": _TEMPLATE.baseline_source(),
-        "lp_hint_only": f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(_HINT_ONLY_BODY)}",
+        "lp_hint_only": _TEMPLATE.source(_HINT_ONLY_BODY),
     }
     # CPU-time-limited HiGHS runs are still not bit-reproducible (the interrupt lands at a
     # slightly different point): these are bands, upper bounds on the mean primal integral.

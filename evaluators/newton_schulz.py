@@ -84,7 +84,7 @@ _TAYLOR5_BODY = ("    # The classic quintic (degree-5 Taylor) Newton-Schulz iter
 
 
 def _source(body: str) -> str:
-    return f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(body)}"
+    return _TEMPLATE.source(body)
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ def _load(instance_set: str) -> tuple[NSInstance, ...]:
     specs = {"train": (("digits_mlp", 0, 100),),
              "test": (("digits_mlp", 1, 300), ("digits_cnn", 2, 300), ("markov_lm", 3, 300))}
     if instance_set not in specs:
-        raise KeyError(f"unknown instance set {instance_set!r} for newton_schulz; known: {', '.join(specs)}")
+        raise NewtonSchulzSchedule.unknown_instance_set(instance_set, specs)
     out = []
     for task, seed, steps in specs[instance_set]:
         shapes = tuple(a.shape for a in _test_matrices(seed))

@@ -96,14 +96,13 @@ _TEMPLATE = FunctionTemplate(
 
 
 def _source(body: str) -> str:
-    return f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(body)}"
+    return _TEMPLATE.source(body)
 
 
 @lru_cache(maxsize=None)
 def _load(instance_set: str) -> tuple[TrainingRun, ...]:
     if instance_set not in RUNS:
-        raise KeyError(f"unknown instance set {instance_set!r} for optimizer_update; "
-                       f"known: {', '.join(RUNS)}")
+        raise OptimizerUpdate.unknown_instance_set(instance_set, RUNS)
     return tuple(TrainingRun.make(*spec) for spec in RUNS[instance_set])
 
 

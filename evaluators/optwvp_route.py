@@ -96,16 +96,16 @@ def _refs() -> dict:
 def _load(instance_set: str) -> tuple[OPTWVPInstance, ...]:
     specs = instance_specs()
     if instance_set not in specs:
-        raise KeyError(f"unknown instance set {instance_set!r} for optwvp_route; known: {', '.join(specs)}")
+        raise OPTWVPRoute.unknown_instance_set(instance_set, specs)
     refs = _refs()
     out = []
     for name, n, seed in specs[instance_set]:
         rec = refs.get(name)
         if rec is None:
-            raise KeyError(f"{name} has no best-known value in {REFS_PATH}; rerun --make-refs")
+            raise RuntimeError(f"{name} has no best-known value in {REFS_PATH}; rerun --make-refs")
         inst = generate_instance(n, seed, name=name)
         if abs(float(inst.coords.sum()) - rec["coords_sum"]) > 1e-6:
-            raise ValueError(f"{name}: the generator no longer reproduces the stored instance")
+            raise RuntimeError(f"{name}: the generator no longer reproduces the stored instance")
         out.append(OPTWVPInstance(name=name, coords=inst.coords, profit=inst.profit, tw_open=inst.tw_open,
                                   tw_close=inst.tw_close, horizon=inst.horizon, window=inst.window,
                                   meta={"best": float(rec["best"]), "source": rec["source"]}))
@@ -140,8 +140,8 @@ class OPTWVPRoute(Evaluator):
     limits = Limits(timeout_s=60.0, cpu_s=120, memory_mb=2048)
     baselines = {
         "density": _TEMPLATE.baseline_source(),
-        "cheapest_insertion": f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(_CHEAPEST_BODY)}",
-        "toptw_ratio": f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(_RATIO_BODY)}",
+        "cheapest_insertion": _TEMPLATE.source(_CHEAPEST_BODY),
+        "toptw_ratio": _TEMPLATE.source(_RATIO_BODY),
     }
     # Measured by tests/evaluators/test_optwvp_route.py (gap to the MILP optimum, %).
     reference_figures = {

@@ -107,7 +107,7 @@ _EQUAL_SHARE_BODY = '''    # Spread the idle time before the horizon evenly, cap
 @lru_cache(maxsize=None)
 def _load(instance_set: str) -> tuple[ServiceTask, ...]:
     if instance_set not in ("train", "test"):
-        raise KeyError(f"unknown instance set {instance_set!r} for optwvp_service; known: train, test")
+        raise OPTWVPService.unknown_instance_set(instance_set, ("train", "test"))
     if not REFS_PATH.exists():
         raise FileNotFoundError(f"{REFS_PATH} is missing: run `python -m benchmarks.optwvp --make-refs`")
     refs = json.loads(REFS_PATH.read_text())["instances"]
@@ -117,7 +117,7 @@ def _load(instance_set: str) -> tuple[ServiceTask, ...]:
             continue
         inst = generate_instance(rec["n"], rec["seed"], name=name)
         if abs(float(inst.coords.sum()) - rec["coords_sum"]) > 1e-6:
-            raise ValueError(f"{name}: the generator no longer reproduces the stored instance")
+            raise RuntimeError(f"{name}: the generator no longer reproduces the stored instance")
         for k, svc in enumerate(rec["service_routes"]):
             route = tuple(int(v) for v in check_route(inst, svc["route"]))
             tasks.append(ServiceTask(f"{name}/route{k}", inst, route, float(svc["lp_optimum"])))
@@ -149,7 +149,7 @@ class OPTWVPService(Evaluator):
     limits = Limits(timeout_s=30.0, cpu_s=60, memory_mb=2048)
     baselines = {
         "forward_greedy": _TEMPLATE.baseline_source(),
-        "equal_share": f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(_EQUAL_SHARE_BODY)}",
+        "equal_share": _TEMPLATE.source(_EQUAL_SHARE_BODY),
     }
     # Measured by tests/evaluators/test_optwvp_service.py (gap to the LP optimum, %).
     reference_figures = {

@@ -116,7 +116,7 @@ _NO_DISCOUNT_BODY = ("    # CMA-ES on the objective alone; targets = D keeps D a
 
 
 def _source(body: str) -> str:
-    return f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(body)}"
+    return _TEMPLATE.source(body)
 
 
 def _encode(arr: np.ndarray) -> str:
@@ -161,7 +161,7 @@ class QDDiscountModelSearch(Evaluator):
 
     def load_instances(self, instance_set: str) -> list[DMSInstance]:
         if instance_set not in _SETS:
-            raise KeyError(f"unknown instance set {instance_set!r} for qd_dms; known: {', '.join(_SETS)}")
+            raise QDDiscountModelSearch.unknown_instance_set(instance_set, _SETS)
         return [DMSInstance(name=n, objective=o, measure_dim=k, cells=c, iterations=it, num_emitters=e,
                             seed=s, centroids=_centroids(k, c)) for n, o, k, c, it, e, s in _SETS[instance_set]]
 

@@ -31,7 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
-from hifo.evaluators._data import load_refs
+from hifo.evaluators._data import checked_reference, load_refs
 from hifo.problems.routing import (
     InvalidTour,
     TSPInstance,
@@ -178,17 +178,13 @@ def _load(instance_set: str) -> tuple[RadarTask, ...]:
         return tuple(RadarTask(read_tsplib_atsp(DATA_DIR / f"{name}.atsp", refs[name]["optimum"]),
                                TSPLIB_MODEL, k) for k, name in enumerate(TSPLIB_NAMES))
     if instance_set not in RANDOM_SETS:
-        raise KeyError(f"unknown instance set {instance_set!r} for radar_tune; "
-                       f"known: {', '.join(RadarTune.instance_sets)}")
+        raise RadarTune.unknown_instance_set(instance_set)
     refs = _refs()["tmat"]
     out = []
     for name, n, seed, model in random_set_specs(instance_set):
         inst = random_tmat_instance(n, seed, name)
-        ref = refs.get(name)
-        if ref is None or ref["n"] != n or ref["seed"] != seed:
-            raise RuntimeError(f"no stored reference for {name}; rerun benchmarks.routing --make-refs")
-        if ref["sha256"] != array_digest(inst.distance_matrix):
-            raise RuntimeError(f"{name}: the generator no longer reproduces the reference instance")
+        ref = checked_reference(refs, name, array_digest(inst.distance_matrix),
+                                remake="benchmarks.routing --make-refs", n=n, seed=seed)
         out.append(RadarTask(TSPInstance(name, inst.distance_matrix, None, float(ref["length"]), "lkh3"),
                              model, seed))
     return tuple(out)
@@ -228,7 +224,7 @@ class RadarTune(Evaluator):
     limits = Limits(timeout_s=60.0, cpu_s=120, memory_mb=8192)
     baselines = {
         "pomo_greedy": _TEMPLATE.baseline_source(),
-        "pomo_aug2": f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(_AUGMENTED_BODY)}",
+        "pomo_aug2": _TEMPLATE.source(_AUGMENTED_BODY),
     }
     # Measured with these baselines (tests/evaluators re-measure the train figures); gap in %.
     reference_figures = {

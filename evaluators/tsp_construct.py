@@ -14,18 +14,17 @@ is the mean gap, in percent, of the tour length to a reference length:
 
 from __future__ import annotations
 
-import hashlib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
 
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
-from hifo.evaluators._data import load_refs
+from hifo.evaluators._data import checked_reference, load_refs
 from hifo.problems.routing import (
     InvalidTour,
     TSPInstance,
+    array_digest,
     construct_tour,
     gap_percent,
     random_uniform_instance,
@@ -69,12 +68,6 @@ _TEMPLATE = FunctionTemplate(
 )
 
 
-def coords_digest(coords: np.ndarray) -> str:
-    """sha256 of the float64 coordinates, to catch a generator that no longer reproduces
-    the instances the stored references were computed for."""
-    return hashlib.sha256(np.ascontiguousarray(coords, dtype="<f8").tobytes()).hexdigest()
-
-
 def random_set_specs(instance_set: str) -> list[tuple[str, int, int]]:
     """``(name, n, seed)`` of every instance of a random set, in order."""
     return [(f"uniform{n}_seed{first + k}", n, first + k)
@@ -93,16 +86,12 @@ def _load(instance_set: str) -> tuple[TSPInstance, ...]:
         return tuple(read_tsplib(DATA_DIR / f"{name}.tsp", refs["tsplib"][name]["optimum"])
                      for name in TSPLIB_NAMES)
     if instance_set not in RANDOM_SETS:
-        raise KeyError(f"unknown instance set {instance_set!r} for tsp_construct; "
-                       f"known: {', '.join(TSPConstruct.instance_sets)}")
+        raise TSPConstruct.unknown_instance_set(instance_set)
     out = []
     for name, n, seed in random_set_specs(instance_set):
         inst = random_uniform_instance(n, seed, name)
-        ref = refs["random"].get(name)
-        if ref is None or ref["n"] != n or ref["seed"] != seed:
-            raise RuntimeError(f"no stored reference for {name}; rerun benchmarks.make_tsp_refs")
-        if ref["coords_sha256"] != coords_digest(inst.coords):
-            raise RuntimeError(f"{name}: the generator no longer reproduces the reference instance")
+        ref = checked_reference(refs["random"], name, array_digest(inst.coords), remake="benchmarks.make_tsp_refs",
+                                digest_key="coords_sha256", n=n, seed=seed)
         out.append(TSPInstance(name, inst.distance_matrix, inst.coords, float(ref["length"]), "lkh3"))
     return tuple(out)
 

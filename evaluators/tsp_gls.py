@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
-from hifo.evaluators._data import load_refs
+from hifo.evaluators._data import checked_reference, load_refs
 from hifo.problems.routing import (
     InvalidTour,
     TSPInstance,
@@ -120,17 +120,13 @@ def _load(instance_set: str) -> tuple[GLSTask, ...]:
         return tuple(GLSTask(read_tsplib(TSPLIB_DIR / f"{name}.tsp", optima[name]), TSPLIB_ITERATIONS)
                      for name in TSPLIB_NAMES)
     if instance_set not in RANDOM_SETS:
-        raise KeyError(f"unknown instance set {instance_set!r} for tsp_gls; "
-                       f"known: {', '.join(TSPGLS.instance_sets)}")
+        raise TSPGLS.unknown_instance_set(instance_set)
     refs = _refs()["tsp_uniform"]
     out = []
     for name, n, seed, its in random_set_specs(instance_set):
         inst = random_uniform_instance(n, seed, name)
-        ref = refs.get(name)
-        if ref is None or ref["n"] != n or ref["seed"] != seed:
-            raise RuntimeError(f"no stored reference for {name}; rerun benchmarks.routing --make-refs")
-        if ref["sha256"] != array_digest(inst.coords):
-            raise RuntimeError(f"{name}: the generator no longer reproduces the reference instance")
+        ref = checked_reference(refs, name, array_digest(inst.coords),
+                                remake="benchmarks.routing --make-refs", n=n, seed=seed)
         out.append(GLSTask(TSPInstance(name, inst.distance_matrix, inst.coords, float(ref["length"]),
                                        "lkh3"), its))
     return tuple(out)
@@ -160,7 +156,7 @@ class TSPGLS(Evaluator):
     limits = Limits(timeout_s=60.0, cpu_s=120, memory_mb=2048)
     baselines = {
         "eoh_utility": _TEMPLATE.baseline_source(),
-        "no_guidance": f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(_NO_GUIDANCE_BODY)}",
+        "no_guidance": _TEMPLATE.source(_NO_GUIDANCE_BODY),
     }
     # Measured with these baselines (tests/evaluators re-measure the train figures); gap in %.
     reference_figures = {
