@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
-import json
+from functools import partial
 import pickle
 import time
 
@@ -13,6 +12,7 @@ import pytest
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.bpp_online import BinPackingOnline
 from hifo.problems.binpacking import BinPackingInstance
+from evalkit import compile_entry, run_set
 
 
 @pytest.fixture(scope="module")
@@ -20,23 +20,16 @@ def ev():
     return BinPackingOnline()
 
 
-def compiled(source: str, entry: str = "priority"):
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace[entry]
+compiled = partial(compile_entry, entry="priority")
 
 
-def evaluate(ev, heuristic, instance_set):
-    instances = ev.load_instances(instance_set)
-    per = [ev.score(inst, json.loads(json.dumps(ev.solve(heuristic, inst)))) for inst in instances]
-    return per, ev.aggregate(per)
+evaluate = run_set
 
 
 def test_declaration(ev):
     assert ev.name == "bpp_online" and ev.direction == "minimize"
     assert ev.primary_metric == "excess_percent"
     assert set(ev.instance_sets) == {"train", "weibull_5k", "or3", "test"}
-    assert isinstance(inspect.getattr_static(BinPackingOnline, "solve"), staticmethod)
     assert ev.template.signature == "def priority(item: float, bins: np.ndarray) -> np.ndarray:"
     assert set(ev.baselines) == {"best_fit", "first_fit"}
     assert "return -(bins - item)" in ev.baseline_source()

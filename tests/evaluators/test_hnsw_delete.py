@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
+from functools import partial
 import json
 
 import numpy as np
@@ -11,6 +11,7 @@ import pytest
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.hnsw_delete import HNSWDelete
 from hifo.problems.hnsw import RULES
+from evalkit import compile_entry, run_instance
 
 
 @pytest.fixture(scope="module")
@@ -18,19 +19,14 @@ def ev():
     return HNSWDelete()
 
 
-def compiled(source: str, entry: str = "repair"):
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace[entry]
+compiled = partial(compile_entry, entry="repair")
 
 
-def run(ev, heuristic, instance):
-    return ev.score(instance, json.loads(json.dumps(ev.solve(heuristic, instance))))
+run = run_instance
 
 
 def test_declaration(ev):
     assert ev.name == "hnsw_delete" and ev.direction == "maximize" and ev.primary_metric == "recall"
-    assert isinstance(inspect.getattr_static(HNSWDelete, "solve"), staticmethod)
     assert set(ev.baselines) == {"local_reconnect", "no_patch", "spatch", "spatch_random"}
     from hifo.evaluators.registry import get_evaluator
     assert isinstance(get_evaluator("hnsw_delete"), HNSWDelete)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
+from functools import partial
 import json
 
 import numpy as np
@@ -11,6 +11,7 @@ import pytest
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.lp_irls import MAX_SOLVES, LpIRLS
 from hifo.problems.lp_regression import primal_dual_irls
+from evalkit import compile_entry, run_instance
 
 
 @pytest.fixture(scope="module")
@@ -18,19 +19,14 @@ def ev():
     return LpIRLS()
 
 
-def compiled(source: str, entry: str = "update"):
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace[entry]
+compiled = partial(compile_entry, entry="update")
 
 
-def run(ev, heuristic, instance):
-    return ev.score(instance, json.loads(json.dumps(ev.solve(heuristic, instance))))
+run = run_instance
 
 
 def test_declaration(ev):
     assert ev.name == "lp_irls" and ev.direction == "minimize" and ev.primary_metric == "solves"
-    assert isinstance(inspect.getattr_static(LpIRLS, "solve"), staticmethod)
     from hifo.evaluators.registry import get_evaluator
     assert isinstance(get_evaluator("lp_irls"), LpIRLS)
 

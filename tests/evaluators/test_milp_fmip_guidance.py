@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
+from functools import partial
 import json
 
 import pytest
@@ -11,6 +11,7 @@ pytest.importorskip("torch")
 
 from hifo.evaluators.base import InfeasibleSolution  # noqa: E402
 from hifo.evaluators.fmip_guidance import FMIPGuidance, checked_guidance  # noqa: E402
+from evalkit import compile_entry
 
 
 @pytest.fixture(scope="module")
@@ -18,15 +19,11 @@ def ev():
     return FMIPGuidance()
 
 
-def compiled(source: str, entry: str = "guidance"):
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace[entry]
+compiled = partial(compile_entry, entry="guidance")
 
 
 def test_declaration(ev):
     assert ev.name == "fmip_guidance" and ev.primary_metric == "primal_integral"
-    assert isinstance(inspect.getattr_static(FMIPGuidance, "solve"), staticmethod)
     assert ev.limits.memory_mb >= 8192
     assert set(ev.baselines) == {"official_defaults", "unguided"}
 

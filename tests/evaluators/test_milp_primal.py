@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
+from functools import partial
 import json
 import time
 
@@ -11,6 +11,7 @@ import pytest
 
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.milp_primal import MILPPrimal, fingerprint
+from evalkit import compile_entry
 
 
 @pytest.fixture(scope="module")
@@ -18,10 +19,7 @@ def ev():
     return MILPPrimal()
 
 
-def compiled(source: str, entry: str = "primal_heuristic"):
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace[entry]
+compiled = partial(compile_entry, entry="primal_heuristic")
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +36,6 @@ def baseline_runs(ev):
 def test_declaration(ev):
     assert ev.name == "milp_primal" and ev.direction == "minimize"
     assert ev.primary_metric == "primal_integral" and set(ev.instance_sets) == {"train", "test"}
-    assert isinstance(inspect.getattr_static(MILPPrimal, "solve"), staticmethod)
     assert "def primal_heuristic(" in ev.baseline_source()
     insts = ev.load_instances("train")
     assert {i["milp"].family for i in insts} == {"setcover", "cauctions", "indset", "intcover", "gisp",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
+from functools import partial
 import json
 
 import numpy as np
@@ -11,6 +11,7 @@ import torch
 
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.newton_schulz import NewtonSchulzSchedule, check_schedule, shape_key
+from evalkit import compile_entry
 
 
 @pytest.fixture(scope="module")
@@ -20,10 +21,7 @@ def ev():
     torch.set_num_threads(before)  # solve() pins one thread, as it does in the sandbox child
 
 
-def compiled(source: str, entry: str = "ns_schedule"):
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace[entry]
+compiled = partial(compile_entry, entry="ns_schedule")
 
 
 def schedule_source(expr: str) -> str:
@@ -42,7 +40,6 @@ def solutions(ev, instance):
 
 def test_declaration(ev):
     assert ev.name == "newton_schulz" and ev.direction == "minimize" and ev.primary_metric == "objective"
-    assert isinstance(inspect.getattr_static(NewtonSchulzSchedule, "solve"), staticmethod)
     assert set(ev.baselines) == {"muon_quintic", "cubic", "taylor_quintic"}
     assert "(3.4445, -4.7750, 2.0315)" in ev.baseline_source()
 

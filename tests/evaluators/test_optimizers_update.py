@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
 import dataclasses
-import inspect
-import json
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ import torch
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.optimizer_update import OptimizerUpdate
 from hifo.problems.optimizers import BudgetExceeded, InvalidUpdate, build_model, state_to_lists
+from evalkit import compile_entry, run_instance
 
 
 @pytest.fixture(scope="module")
@@ -22,15 +22,10 @@ def ev():
     torch.set_num_threads(before)  # solve() pins one thread, as it does in the sandbox child
 
 
-def compiled(source: str, entry: str = "update"):
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace[entry]
+compiled = partial(compile_entry, entry="update")
 
 
-def run(ev, heuristic, instance):
-    """solve in-process, then round-trip through JSON as the sandbox does, then score."""
-    return ev.score(instance, json.loads(json.dumps(ev.solve(heuristic, instance))))
+run = run_instance
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +37,6 @@ def train_scores(ev):
 
 def test_declaration(ev):
     assert ev.name == "optimizer_update" and ev.direction == "minimize" and ev.primary_metric == "val_loss"
-    assert isinstance(inspect.getattr_static(OptimizerUpdate, "solve"), staticmethod)
     assert set(ev.baselines) == {"muon", "adamw", "sgd_momentum"}
     assert ev.limits.memory_mb >= 8192
     assert ev.template.signature.startswith("def update(grad: np.ndarray, momentum: np.ndarray")

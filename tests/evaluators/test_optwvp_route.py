@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 import inspect
 import json
 import pickle
@@ -12,6 +13,7 @@ import pytest
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.optwvp_route import REFS_PATH, OPTWVPRoute, instance_specs
 from hifo.problems.optwvp import CANDIDATE_FIELDS, check_route, route_profit
+from evalkit import compile_entry, run_set
 
 
 @pytest.fixture(scope="module")
@@ -19,21 +21,15 @@ def ev():
     return OPTWVPRoute()
 
 
-def compiled(source: str, entry: str = "score_insertions"):
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace[entry]
+compiled = partial(compile_entry, entry="score_insertions")
 
 
 def evaluate(ev, heuristic, instance_set):
-    per = [ev.score(inst, json.loads(json.dumps(ev.solve(heuristic, inst))))
-           for inst in ev.load_instances(instance_set)]
-    return ev.aggregate(per)
+    return run_set(ev, heuristic, instance_set)[1]
 
 
 def test_declaration(ev):
     assert ev.name == "optwvp_route" and ev.direction == "minimize"
-    assert isinstance(inspect.getattr_static(OPTWVPRoute, "solve"), staticmethod)
     params = list(inspect.signature(compiled(ev.baseline_source())).parameters)
     assert params == list(CANDIDATE_FIELDS) + ["time_left", "horizon"]
 

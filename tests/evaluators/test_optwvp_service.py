@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
 import inspect
-import json
 
 import numpy as np
 import pytest
@@ -11,6 +11,7 @@ import pytest
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.optwvp_service import OPTWVPService
 from hifo.problems.optwvp import optimal_service_fast, optimal_service_lp
+from evalkit import compile_entry, run_set
 
 
 @pytest.fixture(scope="module")
@@ -18,15 +19,11 @@ def ev():
     return OPTWVPService()
 
 
-def compiled(source: str, entry: str = "allocate_service"):
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace[entry]
+compiled = partial(compile_entry, entry="allocate_service")
 
 
 def evaluate(ev, heuristic, instance_set):
-    per = [ev.score(t, json.loads(json.dumps(ev.solve(heuristic, t)))) for t in ev.load_instances(instance_set)]
-    return ev.aggregate(per)
+    return run_set(ev, heuristic, instance_set)[1]
 
 
 def sto(profit_rate, travel, tw_open, tw_close, horizon):
@@ -49,7 +46,6 @@ def sto(profit_rate, travel, tw_open, tw_close, horizon):
 
 def test_declaration(ev):
     assert ev.name == "optwvp_service" and ev.direction == "minimize"
-    assert isinstance(inspect.getattr_static(OPTWVPService, "solve"), staticmethod)
     params = list(inspect.signature(compiled(ev.baseline_source())).parameters)
     assert params == ["profit_rate", "travel", "tw_open", "tw_close", "horizon"]
 

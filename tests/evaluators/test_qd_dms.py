@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
 import base64
-import inspect
-import json
 import time
 
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.qd_dms import QDDiscountModelSearch
+from evalkit import compile_entry, roundtrip
 
 
 @pytest.fixture(scope="module")
@@ -24,15 +24,12 @@ def train(ev):
     return ev.load_instances("train")
 
 
-def compiled(source: str):
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace["discount_rule"]
+compiled = partial(compile_entry, entry="discount_rule")
 
 
 def run(ev, heuristic, instances):
     # the JSON round trip is what the sandbox does to a solution
-    sols = [json.loads(json.dumps(ev.solve(heuristic, inst))) for inst in instances]
+    sols = [roundtrip(ev.solve(heuristic, inst)) for inst in instances]
     return sols, ev.aggregate([ev.score(i, s) for i, s in zip(instances, sols)])
 
 
@@ -43,7 +40,6 @@ def paper_run(ev, train):
 
 def test_declaration(ev):
     assert ev.name == "qd_dms" and ev.direction == "maximize" and ev.primary_metric == "qd_score"
-    assert isinstance(inspect.getattr_static(QDDiscountModelSearch, "solve"), staticmethod)
     assert ev.template.name == "discount_rule"
     assert set(ev.baselines) == {"dms_paper", "dms_alpha_0.01", "objective_only"}
     assert ev.limits.memory_mb >= 2048

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 import inspect
 import json
 import pickle
@@ -11,6 +12,7 @@ import pytest
 from hifo.evaluators.acvrp_construct import REFS_PATH, ACVRPConstruct, random_set_specs
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.problems.routing import InvalidChoice, routes_cost
+from evalkit import compile_entry, run_set
 
 
 @pytest.fixture(scope="module")
@@ -18,21 +20,14 @@ def ev():
     return ACVRPConstruct()
 
 
-def compiled(source: str, entry: str = "select_next_node"):
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace[entry]
+compiled = partial(compile_entry, entry="select_next_node")
 
 
-def evaluate(ev, heuristic, instance_set):
-    instances = ev.load_instances(instance_set)
-    per = [ev.score(inst, json.loads(json.dumps(ev.solve(heuristic, inst)))) for inst in instances]
-    return per, ev.aggregate(per)
+evaluate = run_set
 
 
 def test_declaration(ev):
     assert ev.name == "acvrp_construct" and ev.direction == "minimize" and ev.primary_metric == "gap_percent"
-    assert isinstance(inspect.getattr_static(ACVRPConstruct, "solve"), staticmethod)
     params = list(inspect.signature(compiled(ev.baseline_source())).parameters)
     assert params == ["current_node", "depot", "unvisited_nodes", "rest_capacity", "demands", "distance_matrix"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 import inspect
 import json
 import pickle
@@ -12,6 +13,7 @@ import pytest
 from hifo.evaluators.atsp_construct import REFS_PATH, TSPLIB_NAMES, ATSPConstruct, random_set_specs
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.problems.routing import InvalidChoice, asymmetry, tour_length, triangle_violation
+from evalkit import compile_entry, run_set
 
 
 @pytest.fixture(scope="module")
@@ -19,21 +21,14 @@ def ev():
     return ATSPConstruct()
 
 
-def compiled(source: str, entry: str = "select_next_node"):
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace[entry]
+compiled = partial(compile_entry, entry="select_next_node")
 
 
-def evaluate(ev, heuristic, instance_set):
-    instances = ev.load_instances(instance_set)
-    per = [ev.score(inst, json.loads(json.dumps(ev.solve(heuristic, inst)))) for inst in instances]
-    return per, ev.aggregate(per)
+evaluate = run_set
 
 
 def test_declaration(ev):
     assert ev.name == "atsp_construct" and ev.direction == "minimize" and ev.primary_metric == "gap_percent"
-    assert isinstance(inspect.getattr_static(ATSPConstruct, "solve"), staticmethod)
     params = list(inspect.signature(compiled(ev.baseline_source())).parameters)
     assert params == ["current_node", "destination_node", "unvisited_nodes", "distance_matrix"]
 

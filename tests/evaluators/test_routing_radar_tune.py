@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 import inspect
 import json
 import pickle
@@ -19,6 +20,7 @@ from hifo.evaluators.radar_tune import (  # noqa: E402
     parse_settings,
     random_set_specs,
 )
+from evalkit import compile_entry, run_set  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -26,21 +28,14 @@ def ev():
     return RadarTune()
 
 
-def compiled(source: str, entry: str = "radar_settings"):
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace[entry]
+compiled = partial(compile_entry, entry="radar_settings")
 
 
-def evaluate(ev, heuristic, instance_set):
-    tasks = ev.load_instances(instance_set)
-    per = [ev.score(t, json.loads(json.dumps(ev.solve(heuristic, t)))) for t in tasks]
-    return per, ev.aggregate(per)
+evaluate = run_set
 
 
 def test_declaration(ev):
     assert ev.name == "radar_tune" and ev.direction == "minimize" and ev.primary_metric == "gap_percent"
-    assert isinstance(inspect.getattr_static(RadarTune, "solve"), staticmethod)
     assert list(inspect.signature(compiled(ev.baseline_source())).parameters) == ["n", "cost_matrix"]
     assert ev.limits.memory_mb >= 8192  # torch needs address space
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
 import inspect
-import json
 import pickle
 
 import numpy as np
@@ -12,6 +12,7 @@ import pytest
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.tsp_gls import TSPLIB_NAMES, TSPGLS, random_set_specs
 from hifo.problems.routing import InvalidGuide, nearest_neighbour_tour, tour_length
+from evalkit import compile_entry, run_set
 
 
 @pytest.fixture(scope="module")
@@ -19,21 +20,14 @@ def ev():
     return TSPGLS()
 
 
-def compiled(source: str, entry: str = "update_edge_distance"):
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace[entry]
+compiled = partial(compile_entry, entry="update_edge_distance")
 
 
-def evaluate(ev, heuristic, instance_set):
-    tasks = ev.load_instances(instance_set)
-    per = [ev.score(t, json.loads(json.dumps(ev.solve(heuristic, t)))) for t in tasks]
-    return per, ev.aggregate(per)
+evaluate = run_set
 
 
 def test_declaration(ev):
     assert ev.name == "tsp_gls" and ev.direction == "minimize" and ev.primary_metric == "gap_percent"
-    assert isinstance(inspect.getattr_static(TSPGLS, "solve"), staticmethod)
     params = list(inspect.signature(compiled(ev.baseline_source())).parameters)
     assert params == ["edge_distance", "local_opt_tour", "edge_n_used"]
 
