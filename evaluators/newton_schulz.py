@@ -158,14 +158,21 @@ def _test_matrices(seed: int) -> tuple[np.ndarray, ...]:
                 model.zero_grad()
                 loss_of(model, *sample_batch(task, split, batch_rng, 32)).backward()
                 if step in (1, 20):
-                    mats.extend(p.grad.reshape(p.shape[0], -1).numpy().copy() for p in hidden.values())
+                    mats.extend(_grad(p).reshape(p.shape[0], -1).numpy().copy() for p in hidden.values())
                 with torch.no_grad():
                     for p in model.parameters():
-                        p -= 0.1 * p.grad
+                        p -= 0.1 * _grad(p)
     return tuple(np.asarray(a, dtype=np.float32) for a in mats)
 
 
 @lru_cache(maxsize=None)
+def _grad(p: Any) -> Any:
+    """The gradient a backward pass left on ``p`` (every parameter of the task models gets one)."""
+    if p.grad is None:
+        raise RuntimeError("a task model parameter got no gradient")
+    return p.grad
+
+
 def _load(instance_set: str) -> tuple[NSInstance, ...]:
     specs = {"train": (("digits_mlp", 0, 100),),
              "test": (("digits_mlp", 1, 300), ("digits_cnn", 2, 300), ("markov_lm", 3, 300))}

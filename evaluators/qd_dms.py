@@ -186,6 +186,7 @@ class QDDiscountModelSearch(Evaluator):
     def score(self, instance: DMSInstance, solution: Any) -> dict[str, float]:
         elites = self._decode(instance, solution)
         domain = instance.domain()
+        assert instance.centroids is not None  # load_instances always sets them
         archive = CVTArchive(solution_dim=instance.solution_dim, centroids=instance.centroids)
         if len(elites):
             with single_thread_blas():

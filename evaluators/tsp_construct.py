@@ -90,6 +90,7 @@ def _load(instance_set: str) -> tuple[TSPInstance, ...]:
     out = []
     for name, n, seed in random_set_specs(instance_set):
         inst = random_uniform_instance(n, seed, name)
+        assert inst.coords is not None  # a generated instance always has them
         ref = checked_reference(refs["random"], name, array_digest(inst.coords), remake="benchmarks.make_tsp_refs",
                                 digest_key="coords_sha256", n=n, seed=seed)
         out.append(TSPInstance(name, inst.distance_matrix, inst.coords, float(ref["length"]), "lkh3"))

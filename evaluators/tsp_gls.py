@@ -125,6 +125,7 @@ def _load(instance_set: str) -> tuple[GLSTask, ...]:
     out = []
     for name, n, seed, its in random_set_specs(instance_set):
         inst = random_uniform_instance(n, seed, name)
+        assert inst.coords is not None  # a generated instance always has them
         ref = checked_reference(refs, name, array_digest(inst.coords),
                                 remake="benchmarks.routing --make-refs", n=n, seed=seed)
         out.append(GLSTask(TSPInstance(name, inst.distance_matrix, inst.coords, float(ref["length"]),

@@ -23,7 +23,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -199,9 +199,10 @@ def state_to_lists(model: nn.Module) -> dict[str, list[float]]:
     return {name: p.detach().reshape(-1).tolist() for name, p in model.named_parameters()}
 
 
-def load_lists(model: nn.Module, values: dict[str, Iterable[float]]) -> None:
-    """Inverse of :func:`state_to_lists`; raises ``ValueError`` on a missing/extra name, a wrong
-    length or a non-finite value."""
+def load_lists(model: nn.Module, values: Any) -> None:
+    """Inverse of :func:`state_to_lists`; ``values`` (untrusted: anything) must be a mapping of names
+    to lists; raises ``ValueError`` on another type, a missing/extra name, a wrong length or a
+    non-finite value."""
     named = dict(model.named_parameters())
     if not isinstance(values, dict):
         raise ValueError(f"parameters must be a mapping of names to lists, got {type(values).__name__}")
@@ -246,7 +247,7 @@ class TrainingRun:
         return model, losses
 
 
-def held_out_metrics(task: str, params: dict[str, Iterable[float]]) -> dict[str, float]:
+def held_out_metrics(task: str, params: Any) -> dict[str, float]:
     """Validation and training loss/accuracy of ``params`` loaded into a fresh ``task`` model.
 
     Trusted-side check of parameters that came back from elsewhere: raises ``ValueError`` on a

@@ -122,6 +122,6 @@ def optimal_service_fast(inst: OPTWVPInstance, route: Sequence[int]) -> tuple[np
     return d[0], float(prof[0])
 
 
-def route_profit(inst: OPTWVPInstance, route: Sequence[int]) -> float:
+def route_profit(inst: OPTWVPInstance, route: Sequence[int] | np.ndarray) -> float:
     """The best profit of a route (stage 2 by the fast procedure)."""
     return optimal_service_fast(inst, route)[1]
