@@ -215,8 +215,8 @@ class NewtonSchulzSchedule(Evaluator):
     limits = Limits(timeout_s=180.0, cpu_s=240, memory_mb=8192)  # torch needs a large address space
     baselines = {"muon_quintic": _source(_TEMPLATE.baseline_body), "cubic": _source(_CUBIC_BODY),
                  "taylor_quintic": _source(_TAYLOR5_BODY)}
-    # Measured in-process, one torch thread (train re-measured by tests/evaluators/
-    # test_optimizers_ns_schedule.py, test by its slow test).
+    # Measured in-process, one torch thread (train re-measured by
+    # tests/evaluators/test_newton_schulz.py, test by its slow test).
     reference_figures = {
         "muon_quintic": {"train": {"objective": 0.4429, "ortho_error": 0.2173, "val_loss": 0.0755},
                          "test": {"objective": 1.1072, "ortho_error": 0.2149, "val_loss": 0.7423}},

@@ -140,7 +140,7 @@ class OptimizerUpdate(Evaluator):
     baselines = {"muon": _source(_MUON_BODY), "adamw": _source(_ADAMW_BODY),
                  "sgd_momentum": _source(_SGD_BODY)}
     # Measured in-process, one torch thread, float32 (the train figures are re-measured by
-    # tests/evaluators/test_optimizers_update.py, the test figures by its slow test).
+    # tests/evaluators/test_optimizer_update.py, the test figures by its slow test).
     reference_figures = {
         "muon": {"train": {"val_loss": 1.2820, "val_accuracy": 0.6018},
                  "test": {"val_loss": 0.7426, "val_accuracy": 0.7670}},

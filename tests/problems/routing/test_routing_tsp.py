@@ -24,7 +24,7 @@ from hifo.problems.routing import (
     validate_tour,
 )
 
-TSP_DATA = Path(__file__).resolve().parents[2] / "evaluators" / "data" / "tsp"
+TSP_DATA = Path(__file__).resolve().parents[3] / "evaluators" / "data" / "tsp"
 
 
 def test_random_instance():

@@ -25,8 +25,8 @@ from hifo.problems.binpacking import (
     weibull_instances,
 )
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
-PACKAGE_DATA = Path(__file__).resolve().parents[2] / "evaluators" / "data" / "binpacking"
+SHARED = Path(__file__).resolve().parents[4] / "shared" / "data"
+PACKAGE_DATA = Path(__file__).resolve().parents[3] / "evaluators" / "data" / "binpacking"
 needs_shared = pytest.mark.skipif(not (SHARED / "optima.csv").exists(), reason="shared data not present")
 
 
