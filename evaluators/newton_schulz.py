@@ -161,7 +161,7 @@ def _test_matrices(seed: int) -> tuple[np.ndarray, ...]:
                     mats.extend(_grad(p).reshape(p.shape[0], -1).numpy().copy() for p in hidden.values())
                 with torch.no_grad():
                     for p in model.parameters():
-                        p -= 0.1 * _grad(p)
+                        p.sub_(0.1 * _grad(p))
     return tuple(np.asarray(a, dtype=np.float32) for a in mats)
 
 

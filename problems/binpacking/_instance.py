@@ -57,7 +57,7 @@ def l1_bound(items: Sequence[Number], capacity: Number) -> int:
     rounding noise (e.g. ``sum == 100.00000000000001`` for an exact ``100``) from adding a bin.
     """
     if isinstance(capacity, int) and all(isinstance(x, int) for x in items):
-        return -(-sum(items) // capacity)
+        return int(-(-sum(items) // capacity))
     ratio = math.fsum(items) / capacity
     return max(0, math.ceil(ratio - 1e-9 * max(1.0, ratio)))
 

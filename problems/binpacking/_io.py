@@ -53,7 +53,8 @@ def read_orlib(path: PathLike, optima: dict[str, int] | None = None) -> list[Bin
     tokens = Path(path).read_text(encoding="utf-8").split()
     if not tokens:
         raise ValueError(f"{path}: empty file")
-    count, pos, out = int(tokens[0]), 1, []
+    count, pos = int(tokens[0]), 1
+    out: list[BinPackingInstance] = []
     for _ in range(count):
         if pos + 4 > len(tokens):
             raise ValueError(f"{path}: truncated after {len(out)} problems")

@@ -77,7 +77,7 @@ def online_pack(priority: PriorityFunction, items: Sequence[Number], capacity: N
     """
     items = tuple(items)
     n = len(items)
-    remaining = np.full(n, capacity, dtype=_bins_dtype(capacity, items))
+    remaining: np.ndarray = np.full(n, capacity, dtype=_bins_dtype(capacity, items))
     assignment = np.empty(n, dtype=np.int64)
     for i, item in enumerate(items):
         # ``remaining >= item`` is FunSearch's ``(bins - item) >= 0``: the two agree for all

@@ -107,8 +107,10 @@ class HNSW:
         return sorted((-d, i) for d, i in res)
 
     def _descend(self, q: np.ndarray, down_to: int) -> list[tuple[float, int]]:
-        ep = [(float(self.dist(q, [self.entry])[0]), self.entry)]
-        for layer in range(self.level[self.entry], down_to, -1):
+        entry = self.entry
+        assert entry is not None  # callers check the index is not empty
+        ep = [(float(self.dist(q, [entry])[0]), entry)]
+        for layer in range(self.level[entry], down_to, -1):
             ep = self.search_layer(q, ep, 1, layer)[:1]
         return ep
 

@@ -79,8 +79,8 @@ def build_graph(inst: MILPInstance, x_lp: np.ndarray | None = None) -> GraphTens
     con_x = np.stack([np.where(np.isfinite(lo), lo / norm, 0), np.where(np.isfinite(hi), hi / norm, 0),
                       np.isfinite(lo).astype(float), np.isfinite(hi).astype(float)], axis=1)
     t = lambda a, d=torch.float32: torch.as_tensor(np.asarray(a), dtype=d)  # noqa: E731
-    At = torch.sparse_coo_tensor(np.stack([A.row, A.col]), A.data, (m, n), dtype=torch.float32,
-                                 check_invariants=False)
+    At = torch.sparse_coo_tensor(torch.as_tensor(np.stack([A.row, A.col]), dtype=torch.long),
+                                 torch.as_tensor(A.data), (m, n), dtype=torch.float32, check_invariants=False)
     return GraphTensors(t(var_x), t(con_x), t(A.row, torch.long), t(A.col, torch.long),
                         t(A.data / row_scale[A.row]), t(inst.is_int, torch.bool), t(lb), t(scale),
                         t(inst.c / cmax), At.coalesce(), t(np.nan_to_num(inst.row_lo, posinf=1e30, neginf=-1e30)),

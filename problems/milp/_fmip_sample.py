@@ -51,7 +51,7 @@ def _rescale(grad: torch.Tensor, clip: float = 1.0) -> torch.Tensor:
 class FMIPSample:
     values: np.ndarray  # a full assignment (integers rounded, continuous in bounds)
     confidence: np.ndarray  # final marginal of the chosen class (1 for continuous)
-    final_probs: np.ndarray  # [n_int, K] weighted marginal at the last step
+    final_probs: np.ndarray | None  # [n_int, K] weighted marginal at the last step
 
 
 @torch.no_grad()
@@ -94,7 +94,7 @@ def guided_sample(net: FMIPNet, inst: MILPInstance, n_steps: int = 10, n_candida
         cur = state[is_int].long()
         step_p.scatter_(1, cur[:, None], 0.0)
         step_p.scatter_(1, cur[:, None], (1 - step_p.sum(1, keepdim=True)).clamp(min=0.0))
-        pick = cand[torch.multinomial(energy, 1, generator=gen).item()]
+        pick = cand[int(torch.multinomial(energy, 1, generator=gen).item())]
         if (~is_int).any():
             cx = state.clone()
             ival = torch.zeros(n)

@@ -149,7 +149,7 @@ def barabasi_albert(n: int, affinity: int, rng: np.random.Generator) -> list[tup
 def greedy_clique_partition(n: int, edges: list[tuple[int, int]]) -> list[list[int]]:
     """Partition the nodes into cliques: take the highest-degree node left, add its remaining
     neighbours in decreasing degree when they keep the set a clique, repeat."""
-    nbrs = [set() for _ in range(n)]
+    nbrs: list[set[int]] = [set() for _ in range(n)]
     for i, j in edges:
         nbrs[i].add(j)
         nbrs[j].add(i)

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -62,11 +64,11 @@ def fcmnf(n_nodes: int = 12, n_arcs: int = 40, n_commodities: int = 8,
     """
     rng = np.random.default_rng(seed)
     perm = rng.permutation(n_nodes)
-    arcs = {(int(perm[i]), int(perm[(i + 1) % n_nodes])) for i in range(n_nodes)}
-    while len(arcs) < n_arcs:
+    arc_set = {(int(perm[i]), int(perm[(i + 1) % n_nodes])) for i in range(n_nodes)}
+    while len(arc_set) < n_arcs:
         i, j = rng.choice(n_nodes, size=2, replace=False)
-        arcs.add((int(i), int(j)))
-    arcs = sorted(arcs)
+        arc_set.add((int(i), int(j)))
+    arcs = sorted(arc_set)
     n_a, K = len(arcs), n_commodities
     od = [tuple(int(v) for v in rng.choice(n_nodes, size=2, replace=False)) for _ in range(K)]
     demand = rng.integers(10, 51, size=K).astype(float)
@@ -117,7 +119,7 @@ def fcmnf(n_nodes: int = 12, n_arcs: int = 40, n_commodities: int = 8,
     return inst
 
 
-GENERATORS = {
+GENERATORS: dict[str, Callable[..., MILPInstance]] = {
     "setcover": set_cover,
     "cauctions": combinatorial_auction,
     "indset": independent_set,

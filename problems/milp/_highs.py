@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import highspy
 import numpy as np
@@ -101,7 +102,7 @@ def write_mps(inst: MILPInstance, path: str) -> None:
         raise OSError(f"HiGHS could not write {path}")
 
 
-def read_mps(path: str, name: str | None = None) -> MILPInstance:
+def read_mps(path: str | Path, name: str | None = None) -> MILPInstance:
     """Read an MPS (or LP) file with HiGHS's reader."""
     h = _new_highs()
     if h.readModel(str(path)) == highspy.HighsStatus.kError:

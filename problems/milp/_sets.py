@@ -52,7 +52,7 @@ def mps_collection(directory, pattern: tuple[str, ...] = ("*.mps", "*.mps.gz")) 
     files = sorted({p for pat in pattern for p in root.glob(pat)})
     out = []
     for p in files:
-        inst = read_mps(p, name=p.name.split(".mps")[0])
+        inst = read_mps(str(p), name=p.name.split(".mps")[0])
         inst.family = "mps"
         out.append(inst)
     return out

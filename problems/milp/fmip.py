@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from ._fmip_model import FMIPNet, build_graph, joint_loss
@@ -68,7 +69,7 @@ def fmip_solve(net: FMIPNet, inst: MILPInstance, time_limit: float = 1.0, n_step
                              guidance=guidance, x_lp=x_lp, seed=seed + k)
                for k in range(max(n_samples, 1))]
     spent = cpu_now() - start
-    res = dive_and_solve(inst, [s.values for s in samples], [s.confidence for s in samples],
+    res = dive_and_solve(inst, np.array([s.values for s in samples]), np.array([s.confidence for s in samples]),
                          fix_threshold, max(time_limit - spent, 0.05), seed=seed, t_offset=spent,
                          fix_fraction=fix_fraction, n_dives=n_dives)
     return samples[0], res

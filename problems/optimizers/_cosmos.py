@@ -91,12 +91,14 @@ class COSMOS(torch.optim.Optimizer):
         if not state:
             state.update(step=0, exp_avg=torch.zeros_like(p), exp_avg_sq=torch.zeros_like(p))
         state["step"] += 1
+        assert p.grad is not None  # step() only passes parameters that have a gradient
         update = adamw_update(p.grad, state["exp_avg"], state["exp_avg_sq"], state["step"],
                               group["betas"], group["eps"])
         p.mul_(1 - group["lr"] * group["weight_decay"])
         p.add_(update, alpha=-group["lr"])
 
     def _matrix_step(self, p: torch.Tensor, group: dict[str, Any]) -> None:
+        assert p.grad is not None  # step() only passes parameters that have a gradient
         G = as_matrix(p.grad)
         m, n = G.shape
         state = self.state[p]

@@ -76,7 +76,7 @@ def directional_derivatives(loss: LossFn, x: np.ndarray, h: np.ndarray, seed: in
     for p in range(cfg.num_pert):
         z = scale * perturbation(seed, p, x.size)
         plus = loss(x + cfg.mu * z, batch)
-        if cfg.difference == "forward":
+        if f0 is not None:  # forward differences
             out[p] = (plus - f0) / cfg.mu
         else:
             out[p] = (plus - loss(x - cfg.mu * z, batch)) / (2 * cfg.mu)

@@ -71,7 +71,7 @@ def as_schedule(coefficients: Coefficients | Schedule = MUON_QUINTIC,
     if isinstance(coefficients[0], (int, float, np.floating, np.integer)):
         if steps is None:
             raise ValueError("a single coefficient tuple needs a step count")
-        return [tuple(float(c) for c in coefficients)] * int(steps)  # type: ignore[union-attr]
+        return [tuple(float(c) for c in coefficients)] * int(steps)  # type: ignore[union-attr,arg-type]
     schedule = [tuple(float(c) for c in step) for step in coefficients]  # type: ignore[union-attr]
     if steps is not None and steps != len(schedule):
         raise ValueError(f"steps={steps} but the schedule has {len(schedule)} steps")
@@ -148,7 +148,7 @@ def singular_value_map(s: np.ndarray, schedule: Schedule) -> np.ndarray:
     """What a schedule does to (already normalised) singular values: the scalar iteration."""
     s = np.asarray(s, dtype=np.float64)
     for coeffs in schedule:
-        s = sum(c * s ** (2 * j + 1) for j, c in enumerate(coeffs))
+        s = np.asarray(sum(c * s ** (2 * j + 1) for j, c in enumerate(coeffs)), dtype=np.float64)
     return s
 
 

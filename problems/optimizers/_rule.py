@@ -93,5 +93,5 @@ class RuleOptimizer:
             delta = check_update(
                 self.rule(G.numpy().copy(), state["momentum"].numpy().copy(),
                           as_matrix(p.detach()).numpy().copy(), state["rule_state"], t, self.total_steps),
-                tuple(G.shape), where)
+                (G.shape[0], G.shape[1]), where)
             p.sub_(torch.from_numpy(delta).reshape(p.shape))

@@ -111,7 +111,8 @@ def build_model(task: str, seed: int) -> nn.Module:
 def split_params(model: nn.Module) -> tuple[dict[str, nn.Parameter], dict[str, nn.Parameter]]:
     """``(hidden_matrices, rest)`` by name (module docstring)."""
     heads = model.head_names()  # type: ignore[operator]
-    hidden, rest = {}, {}
+    hidden: dict[str, nn.Parameter] = {}
+    rest: dict[str, nn.Parameter] = {}
     for name, p in model.named_parameters():
         (hidden if p.ndim >= 2 and name not in heads else rest)[name] = p
     return hidden, rest

@@ -79,8 +79,8 @@ def solve_milp(inst: OPTWVPInstance, time_limit: float = 60.0,
         hi.append(high)
         r += 1
 
-    out_of = {a: [] for a in range(m + 2)}
-    into = {b: [] for b in range(m + 2)}
+    out_of: dict[int, list[int]] = {a: [] for a in range(m + 2)}
+    into: dict[int, list[int]] = {b: [] for b in range(m + 2)}
     for k, (a, b) in enumerate(arcs):
         out_of[a].append(k)
         into[b].append(k)
@@ -107,11 +107,11 @@ def solve_milp(inst: OPTWVPInstance, time_limit: float = 60.0,
     upper[is_:is_ + m] = l[cust]
     lower[is_ + m], upper[is_ + m] = 0.0, inst.horizon
     upper[id_:] = w[cust]
-    c = np.zeros(nv)
-    c[id_:] = -inst.profit[cust]
+    cost = np.zeros(nv)
+    cost[id_:] = -inst.profit[cust]
     integrality = np.zeros(nv)
     integrality[:na + m] = 1
-    res = milp(c, constraints=LinearConstraint(A, lo, hi), integrality=integrality,
+    res = milp(cost, constraints=LinearConstraint(A, lo, hi), integrality=integrality,
                bounds=Bounds(lower, upper),
                options={"time_limit": float(time_limit), "mip_rel_gap": mip_rel_gap, "disp": False})
     wall = time.perf_counter() - t0
@@ -120,7 +120,8 @@ def solve_milp(inst: OPTWVPInstance, time_limit: float = 60.0,
                 "status": res.message, "wall_s": wall}
     x = res.x[:na] > 0.5
     succ = {a: b for (a, b), used in zip(arcs, x) if used}
-    route, node = [], succ.get(0, m + 1)
+    route: list[int] = []
+    node = succ.get(0, m + 1)
     while node != m + 1 and len(route) <= m:
         route.append(int(glob[node]))
         node = succ[node]

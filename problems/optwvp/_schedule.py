@@ -27,7 +27,7 @@ class InfeasibleRoute(ValueError):
     """A route or a schedule violates the OPTWVP constraints."""
 
 
-def validate_route(inst: OPTWVPInstance, route: Sequence[int]) -> np.ndarray:
+def validate_route(inst: OPTWVPInstance, route: Sequence[int] | np.ndarray) -> np.ndarray:
     """The route as an int array, after checking its nodes are distinct customers."""
     try:
         arr = np.asarray(list(route))
@@ -66,7 +66,7 @@ def earliest_starts(inst: OPTWVPInstance, route: np.ndarray,
     return starts, t + legs[-1]
 
 
-def check_schedule(inst: OPTWVPInstance, route: Sequence[int], service: Sequence[float],
+def check_schedule(inst: OPTWVPInstance, route: Sequence[int] | np.ndarray, service: Sequence[float] | np.ndarray,
                    tol: float = TIME_TOL) -> float:
     """Check a route with service durations; return its profit ``sum p_v d_v``.
 
@@ -101,7 +101,7 @@ def check_schedule(inst: OPTWVPInstance, route: Sequence[int], service: Sequence
     return float(np.dot(inst.profit[r], d))
 
 
-def check_route(inst: OPTWVPInstance, route: Sequence[int], tol: float = TIME_TOL) -> np.ndarray:
+def check_route(inst: OPTWVPInstance, route: Sequence[int] | np.ndarray, tol: float = TIME_TOL) -> np.ndarray:
     """Check that a route is feasible with zero service times; return it as an int array."""
     r = validate_route(inst, route)
     check_schedule(inst, r, np.zeros(len(r)), tol)

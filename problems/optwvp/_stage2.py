@@ -112,7 +112,7 @@ def optimal_profit_batch(profit: np.ndarray, tw_open: np.ndarray, tw_close: np.n
     return service, (p * service).sum(axis=1)
 
 
-def optimal_service_fast(inst: OPTWVPInstance, route: Sequence[int]) -> tuple[np.ndarray, float]:
+def optimal_service_fast(inst: OPTWVPInstance, route: Sequence[int] | np.ndarray) -> tuple[np.ndarray, float]:
     """Optimal service durations of a feasible route and its profit, by the STO procedure."""
     r = check_route(inst, route)
     if len(r) == 0:

@@ -108,13 +108,13 @@ class TrianglesDigits:
         return 0.0, 1.0
 
     def initial_solution(self) -> np.ndarray:
-        return self._x0.copy()  # uniform in [0, 1)^d, like the reference's initial solution
+        return self._x0.copy()  # type: ignore[attr-defined]  # set in __post_init__; uniform in [0, 1)^d, like the reference's initial solution
 
     def evaluate(self, solutions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         x = np.asarray(solutions, dtype=np.float64)
         if x.ndim != 2 or x.shape[1] != self.solution_dim:
             raise ValueError(f"solutions must have shape (n, {self.solution_dim}), got {x.shape}")
         measures = render_triangles(x, self.n_triangles, self.h, self.w, self.alpha_scale).reshape(len(x), -1)
-        c = self.archive_centroids
+        c = self.archive_centroids  # type: ignore[attr-defined]  # set in __post_init__
         sq = np.maximum(np.sum(measures**2, 1)[:, None] - 2 * measures @ c.T + np.sum(c**2, 1)[None, :], 0.0)
         return 1.0 - sq.min(axis=1) / self.measure_dim, measures

@@ -114,7 +114,7 @@ class QDSearch:
         self.result_archive = self._make_archive(config, 1.0, -np.inf, result_seed)
         alpha = config.alpha
         if config.algorithm == "cma_me":
-            self.archive = self.result_archive  # one MAP-Elites archive, as in CMA-ME
+            self.archive: Any = self.result_archive  # one MAP-Elites archive, as in CMA-ME
         elif config.algorithm == "cma_mae":
             self.archive = self._make_archive(config, alpha, config.threshold_min, search_seed)
         else:

@@ -136,10 +136,12 @@ def greedy_pomo(model: RadarModel, cost: torch.Tensor, augmentations: int = 1, s
     model.eval()
     gen = torch.Generator().manual_seed(seed)
     n = cost.shape[1]
-    best = None
+    best: torch.Tensor | None = None
     for a in range(augmentations):
         _, lengths, _ = rollout(model, cost, torch.arange(n), greedy=True, generator=gen, augment=a > 0)
         best = lengths.min(dim=1).values if best is None else torch.minimum(best, lengths.min(dim=1).values)
+    if best is None:
+        raise ValueError("augmentations must be at least 1")
     return best
 
 

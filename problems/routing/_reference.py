@@ -34,6 +34,8 @@ def _pyvrp_solve(weights: np.ndarray, demands: np.ndarray | None, capacity: int 
     if demands is None:  # ATSP: one uncapacitated vehicle
         model.add_vehicle_type(num_available=1)
     else:
+        if capacity is None:
+            raise ValueError("a CVRP reference needs the vehicle capacity")
         model.add_vehicle_type(num_available=size - 1, capacity=[int(capacity)])
     locations = [model.add_location(x=0, y=0) for _ in range(size)]
     model.add_depot(locations[0])
