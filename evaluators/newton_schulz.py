@@ -165,7 +165,6 @@ def _test_matrices(seed: int) -> tuple[np.ndarray, ...]:
     return tuple(np.asarray(a, dtype=np.float32) for a in mats)
 
 
-@lru_cache(maxsize=None)
 def _grad(p: Any) -> Any:
     """The gradient a backward pass left on ``p`` (every parameter of the task models gets one)."""
     if p.grad is None:
@@ -173,6 +172,7 @@ def _grad(p: Any) -> Any:
     return p.grad
 
 
+@lru_cache(maxsize=None)
 def _load(instance_set: str) -> tuple[NSInstance, ...]:
     specs = {"train": (("digits_mlp", 0, 100),),
              "test": (("digits_mlp", 1, 300), ("digits_cnn", 2, 300), ("markov_lm", 3, 300))}

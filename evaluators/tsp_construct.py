@@ -18,7 +18,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
 from hifo.evaluators._data import checked_reference, load_refs
 from hifo.problems.routing import (
