@@ -13,6 +13,7 @@ from typing import Any
 from hifo.evaluators.base import Evaluator, InfeasibleSolution, Score
 from hifo.evaluators.registry import plugin_sys_path
 from hifo.sandbox._scrub import scrub
+from hifo.sandbox.executor import Executor
 from hifo.sandbox.job import Job, JobLimits, SandboxResult
 
 ERROR_CHARS = 4000  # what of a candidate's error text is kept (after scrubbing)
@@ -113,9 +114,9 @@ def scrubbed(score: Score) -> Score:
 
 
 class CandidateEvaluator:
-    """Scores candidate sources on one instance set through any executor with ``submit``."""
+    """Scores candidate sources on one instance set through any :class:`~hifo.sandbox.executor.Executor`."""
 
-    def __init__(self, evaluator: Evaluator, instance_set: str, executor: Any):
+    def __init__(self, evaluator: Evaluator, instance_set: str, executor: Executor):
         self.evaluator = evaluator
         self.instance_set = instance_set
         self.instances = evaluator.load_instances(instance_set)
