@@ -135,10 +135,11 @@ def arm_summary(subsets: Sequence[Sequence[str]], raw: Sequence[float]) -> dict[
 
 
 def credit_generation(kb, offspring: Sequence[tuple[Sequence[str], float | None]], scale: float,
-                      key_prefix: str | None = None) -> dict[str, float | int | None]:
+                      key_prefix: str | None = None, keys: Sequence[str] | None = None) -> dict[str, float | int | None]:
     """Credit one generation: ``offspring`` is ``(principle_ids, fitness or None)`` per child, all arms
     (controls have no ids).  Each principled child's principles receive its centred gain via
-    ``kb.credit``; returns `arm_summary` plus the number of credited children."""
+    ``kb.credit`` (idempotent under ``key_prefix:keys[i]``, or ``key_prefix:i``); returns `arm_summary`
+    plus the number of credited children."""
     raw = raw_scores([f for _, f in offspring], scale)
     gains = centred_gains(raw)
     credited = 0
@@ -146,6 +147,6 @@ def credit_generation(kb, offspring: Sequence[tuple[Sequence[str], float | None]
         if not ids:
             continue
         won = fit is not None and math.isfinite(fit) and g > 0
-        kb.credit(list(ids), g, won=won, key=None if key_prefix is None else f"{key_prefix}:{i}")
+        kb.credit(list(ids), g, won=won, key=None if key_prefix is None else f"{key_prefix}:{keys[i] if keys else i}")
         credited += 1
     return {**arm_summary([ids for ids, _ in offspring], raw), "credited": credited}
