@@ -229,3 +229,9 @@ def decide(
     pool = DIRECTIVE_POOL[key]
     directive = pool[generation % len(pool)]
     return ForesightDecision(generation, regime, directive, reason, dict(REGIME_WEIGHTS[regime]), numbers)
+
+
+def without_foresight(generation: int) -> ForesightDecision:
+    """The decision of a run with foresight off: regime ``none`` (no regime sentence in the prompts),
+    no directive, the balanced operator weights, every generation."""
+    return ForesightDecision(generation, "none", "", "foresight off", dict(REGIME_WEIGHTS["balance"]), {})

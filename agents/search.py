@@ -23,7 +23,7 @@ from hifo.agents import hyper
 from hifo.agents.code import CodeError, check_source, extract_code, find_constants, normalized_hash
 from hifo.agents.config import RunConfig
 from hifo.agents.evaluation import CandidateEvaluator
-from hifo.agents.foresight import decide
+from hifo.agents.foresight import decide, without_foresight
 from hifo.agents.llm.base import BudgetExceeded, LLMError
 from hifo.agents.prompting import (LLM_OPERATORS, N_PARENTS, ParentView, link_versions, parse_principles, render_distill,
                               render_operator)
@@ -128,7 +128,7 @@ class SearchNodes:
         prev = [c for c in self.rt.store.candidates("generation=? AND operator!='baseline'", (gen - 1,))]
         failure_rate = (sum(1 for c in prev if not c.ok) / len(prev)) if prev else None
         d = decide(gen, state.get("best_history", []), [c.code for c in pop], [self._vector(c) for c in pop],
-                   failure_rate)
+                   failure_rate) if self.cfg.foresight else without_foresight(gen)
         self.rt.store.add_foresight(d.to_dict())
         self.rt.emit("foresight", generation=gen, regime=d.regime, reason=d.reason, directive=d.directive,
                      numbers=d.numbers)
