@@ -32,6 +32,7 @@ from hifo.evaluators.base import Evaluator
 from hifo.agents.learning import credit_offspring
 from hifo.agents.repair import repair
 from hifo.knowledge_base import KnowledgeBase, assign_subsets, contrast_principles
+from hifo.knowledge_base.seeds import seed_if_empty
 
 
 class WallTimeSpent(BudgetExceeded):
@@ -117,8 +118,9 @@ class SearchNodes:
                 check_source(code, self.ev.template.name)
                 store.add_candidate(generation=0, operator="baseline", code=code, code_hash=h, thought=name,
                                     cid=f"base-{name}")
+            seeded = seed_if_empty(self.rt.kb) if self.cfg.recall_k > 0 else []
             store.mark("seeded")
-            self.rt.emit("seed", baselines=sorted(sources))
+            self.rt.emit("seed", baselines=sorted(sources), seed_principles=len(seeded))
         return {"generation": 0, "population": [], "best_history": [], "evaluations": 0, "recalled": [],
                 "stop_reason": None}
 
