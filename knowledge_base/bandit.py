@@ -35,10 +35,12 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .credit import FAILURE_GAIN
+
+if TYPE_CHECKING:  # numpy is imported where it is used: `hifo --help` must not load it
+    import numpy as np
 
 PRIOR_N = 2.0
 """Pseudo-observations of credit 0 that shrink a principle's posterior mean towards neutral."""
@@ -93,6 +95,8 @@ def assign_subsets(
     """One principle subset per prompt (see the module docstring).  ``stats`` holds
     ``(id, credit_n, credit_sum, credit_sq)`` for the recalled pool; ``control_every = 0`` disables
     the control arm.  Deterministic for a given ``rng`` state."""
+    import numpy as np
+
     if k < 0 or n_prompts < 0:
         raise ValueError("k and n_prompts must be >= 0")
     posts = [(pid, posterior(n, s, q)) for pid, n, s, q in stats]
