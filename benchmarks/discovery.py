@@ -26,6 +26,7 @@ import argparse
 import json
 import math
 import platform
+import re
 import statistics
 import tempfile
 import time
@@ -70,6 +71,11 @@ def measure(run_dir: Path, summary: dict[str, Any], kb_path: Path) -> dict[str, 
         model_made = [c for c in store.candidates("operator NOT IN ('baseline', 'hyper')")]
         n_calls = len([p for p in store.prompts() if p["operator"] != "distill"])
         valid = [c for c in model_made if c.ok]
+        errors: dict[str, int] = {}
+        for c in model_made:
+            if not c.ok and c.error:  # first words of the reason: "undefined name(s)", "error: TypeError", ...
+                kind = re.split(r"[:(]", c.error.replace("error: ", "", 1), maxsplit=1)[0].strip()[:60]
+                errors[kind] = errors.get(kind, 0) + 1
         curve, best = [], best_base.objective if best_base else None
         by_prompt = {c.prompt_id: c for c in model_made if c.prompt_id}
         for i, p in enumerate([p for p in store.prompts() if p["operator"] != "distill"], 1):
@@ -88,6 +94,7 @@ def measure(run_dir: Path, summary: dict[str, Any], kb_path: Path) -> dict[str, 
                     for p in kb.list(status=None) if p.credit_n]
     return {"model_calls": n_calls, "replies": len(model_made), "valid": len(valid),
             "valid_rate": len(valid) / len(model_made) if model_made else None,
+            "failures": dict(sorted(errors.items(), key=lambda kv: -kv[1])),
             "best_train": top.get("objective"), "best_id": top.get("id"),
             "best_baseline": best_base.thought if best_base else None,
             "best_baseline_train": best_base.objective if best_base else None,

@@ -15,5 +15,6 @@ def test_arms_run_to_equal_calls_and_are_measured(tmp_path, make_fake_model):
         vals = [v for _, v in r["curve"]]
         assert all(b <= a + 1e-12 for a, b in zip(vals, vals[1:]))
         assert r["best_baseline"] is not None and r["test"] is not None
+        assert sum(r["failures"].values()) <= r["replies"] - r["valid"]
     s = out["summary"]["bpp_online"]["full"]
     assert s["seeds"] == 1 and 0 <= s["valid_rate"] <= 1
