@@ -61,7 +61,8 @@ def arm_config(problem: str, arm: str, seed: int, calls: int, model: str, work: 
 
 
 def measure(run_dir: Path, summary: dict[str, Any], kb_path: Path) -> dict[str, Any]:
-    """What one run shows: curve, test objective, valid rate, credited principles."""
+    """What one run shows: curve, test objective, valid rate, credited principles.  ``model_calls`` counts
+    operator prompts; a chat model's distillation calls also spend the budget."""
     store = RunStore(run_dir / "run.sqlite")
     try:
         direction = summary["direction"]
@@ -115,7 +116,11 @@ def run_all(problems: list[str], seeds: list[int], calls: int, model: str, work:
                 for seed in seeds:
                     cfg = arm_config(problem, arm, seed, calls, model, work, **extra)
                     t0 = time.time()
-                    client = client_factory() if client_factory else None
+                    client = None
+                    if client_factory:  # a client given directly gets the same call budget as a named model
+                        from hifo.agents.llm.factory import wrap_client
+
+                        client = wrap_client(client_factory(), max_calls=calls, seed=seed)
                     run_dir, summary = start_run(cfg, client=client, executor=ex)
                     row = {"problem": problem, "arm": arm, "seed": seed, "wall_s": round(time.time() - t0, 1),
                            **measure(run_dir, summary, Path(cfg.kb))}
