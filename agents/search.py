@@ -24,14 +24,17 @@ from hifo.agents.llm.base import ModelUnavailable
 from hifo.agents.code import CodeError, check_source, extract_code, find_constants, normalized_hash
 from hifo.agents.config import RunConfig
 from hifo.agents.evaluation import CandidateEvaluator
-from hifo.agents.foresight import decide
+from hifo.agents.foresight import decide, without_foresight
 from hifo.agents.llm.base import BudgetExceeded, LLMError
 from hifo.agents.prompting import (LLM_OPERATORS, N_PARENTS, ParentView, link_versions, parse_principles, render_distill,
                               render_operator)
 from hifo.agents.rundb import CandidateRow, RunStore
 from hifo.evaluators.base import Evaluator
+from hifo.agents.learning import credit_offspring
+from hifo.agents.repair import repair
+from hifo.knowledge_base import KnowledgeBase, assign_subsets, contrast_principles
+from hifo.knowledge_base.seeds import seed_if_empty
 from hifo.sandbox._scrub import scrub
-from hifo.knowledge_base import KnowledgeBase, contrast_principles, gain_scale, offspring_gain
 
 
 class WallTimeSpent(BudgetExceeded):
@@ -123,8 +126,9 @@ class SearchNodes:
                 check_source(code, self.ev.template.name)
                 store.add_candidate(generation=0, operator="baseline", code=code, code_hash=h, thought=name,
                                     cid=f"base-{name}")
+            seeded = seed_if_empty(self.rt.kb) if self.cfg.recall_k > 0 else []
             store.mark("seeded")
-            self.rt.emit("seed", baselines=sorted(sources))
+            self.rt.emit("seed", baselines=sorted(sources), seed_principles=len(seeded))
         return {"generation": 0, "population": [], "best_history": [], "evaluations": 0, "recalled": [],
                 "stop_reason": None}
 
@@ -134,7 +138,7 @@ class SearchNodes:
         prev = [c for c in self.rt.store.candidates("generation=? AND operator!='baseline'", (gen - 1,))]
         failure_rate = (sum(1 for c in prev if not c.ok) / len(prev)) if prev else None
         d = decide(gen, state.get("best_history", []), [c.code for c in pop], [self._vector(c) for c in pop],
-                   failure_rate)
+                   failure_rate) if self.cfg.foresight else without_foresight(gen)
         self.rt.store.add_foresight(d.to_dict())
         self.rt.emit("foresight", generation=gen, regime=d.regime, reason=d.reason, directive=d.directive,
                      numbers=d.numbers)
@@ -147,7 +151,8 @@ class SearchNodes:
         # in the store, with their record, but are not shown again; prune retires them at the end
         got = [p for p in self.rt.kb.recall(self.ev.name, self.ev.description, k=3 * self.cfg.recall_k,
                                             cross_problem=self.cfg.cross_problem)
-               if not (p.uses >= 5 and p.utility < self.cfg.recall_min_utility)][: self.cfg.recall_k]
+               if not (p.uses >= 5 and p.utility < self.cfg.recall_min_utility)][: 2 * self.cfg.recall_k]
+        # the pool is twice recall_k: propose gives each prompt its own Thompson-sampled recall_k of it
         self.rt.emit("recall", generation=state["generation"],
                      principles=[{"id": p.id, "problem": p.problem, "utility": round(p.utility, 4), "text": p.text}
                                  for p in got])
@@ -189,10 +194,14 @@ class SearchNodes:
         store.db.execute("DELETE FROM candidates WHERE generation=? AND operator!='baseline'", (gen,))
         rng = np.random.default_rng([self.cfg.seed, gen])
         recalled = [p for p in (self.rt.kb.get(i) for i in state.get("recalled", [])) if p is not None]
-        texts = [p.text for p in recalled]
         plan = self._plan(state, rng)
+        # each prompt its own subset of the pool; every fourth prompt none (the control arm)
+        subsets = assign_subsets([(p.id, p.credit_n, p.credit_sum, p.credit_sq) for p in recalled], len(plan),
+                                 self.cfg.recall_k, np.random.default_rng([self.cfg.seed, gen, 17]))
+        text_of = {p.id: p.text for p in recalled}
         prompts = [render_operator(self.style, op, evaluator=self.ev, parents=[_view(p) for p in parents],
-                                   principles=texts, directive=state.get("directive", "")) for op, parents in plan]
+                                   principles=[text_of[i] for i in ids], directive=state.get("directive", ""),
+                                   regime=state.get("regime")) for (op, parents), ids in zip(plan, subsets)]
         stop_reason = None
         replies: dict[int, Any] = {}
         workers = 1 if self.style == "completion" else min(8, max(1, len(prompts)))
@@ -221,7 +230,7 @@ class SearchNodes:
             self.rt.emit("model_errors", generation=gen, errors=len(errors), calls=len(replies),
                          error=" ".join(str(errors[0]).split())[:300])
         seen: set[str] = set()
-        n_ok = 0
+        n_ok = n_fixed = 0
         for i, ((op, parents), pr) in enumerate(zip(plan, prompts)):
             if i not in replies:
                 continue
@@ -230,9 +239,9 @@ class SearchNodes:
             usage = rep.to_dict() if not isinstance(rep, Exception) else {"error": str(rep)}
             usage.pop("text", None)
             pid = store.add_prompt(generation=gen, operator=op, messages=pr.messages,
-                                   principle_ids=[p.id for p in recalled], reply=text, usage=usage)
+                                   principle_ids=subsets[i], reply=text, usage=usage)
             common = dict(generation=gen, operator=op, parents=[p.id for p in parents], cid=f"g{gen}-{i:03d}",
-                          regime=state.get("regime"), principle_ids=[p.id for p in recalled], prompt_id=pid,
+                          regime=state.get("regime"), principle_ids=subsets[i], prompt_id=pid,
                           usage=usage)
             if text is None:
                 store.add_candidate(code="", code_hash=None, status="invalid", error=f"model call failed: {rep}",
@@ -243,8 +252,16 @@ class SearchNodes:
             except CodeError as exc:
                 store.add_candidate(code=text[:4000], code_hash=None, status="invalid", error=str(exc), **common)
                 continue
-            if pr.versions:
-                ex = type(ex)(code=link_versions(ex.code, self.ev.template.name, pr.versions), thought=ex.thought)
+            fixed = repair(ex.code, self.ev.template.name, self.ev.template.signature, pr.versions)
+            if fixed.unresolved:  # it would fail at its first call: not worth a sandbox evaluation
+                store.add_candidate(code=ex.code, code_hash=None, status="invalid", thought=ex.thought,
+                                    error=f"undefined name(s): {', '.join(fixed.unresolved)}", **common)
+                continue
+            code = link_versions(fixed.code, self.ev.template.name, pr.versions) if pr.versions else fixed.code
+            ex = type(ex)(code=code, thought=ex.thought)
+            if fixed.fixes:
+                n_fixed += 1
+                self.rt.emit("repaired", generation=gen, id=common["cid"], fixes=fixed.fixes)
             h = normalized_hash(ex.code)
             dup = h in seen or store.has_hash(h)
             seen.add(h)
@@ -255,7 +272,7 @@ class SearchNodes:
         n_hyper = self._propose_hyper(state, rng, seen)
         store.mark(f"proposed:{gen}")
         self.rt.emit("propose", generation=gen, prompts=len(prompts), replies=len(replies), new=n_ok,
-                     hyper=n_hyper, stop_reason=stop_reason)
+                     hyper=n_hyper, repaired=n_fixed, stop_reason=stop_reason)
         return {"stop_reason": stop_reason} if stop_reason else {}
 
     def _propose_hyper(self, state: RunState, rng: np.random.Generator, seen: set[str]) -> int:
@@ -370,18 +387,9 @@ class SearchNodes:
         pop = self._pop(state.get("population", []))
         run = self.rt.run_id
         if not store.marker(f"credited:{gen}"):
-            fits = [c.fitness for c in pop if c.fitness is not None]
-            scale = gain_scale(fits)
-            credited = 0
-            for c in store.candidates("generation=? AND operator!='baseline'", (gen,)):
-                if not c.principle_ids or c.status not in ("evaluated",):
-                    continue
-                parents = [store.candidate(p).fitness for p in c.parents]
-                parents = [p for p in parents if p is not None] or [min(fits) if fits else 0.0]
-                gain = offspring_gain(c.fitness if c.ok else -math.inf, parents, scale)
-                kb.credit(c.principle_ids, gain, won=gain > 0, key=f"{run}:{gen}:{c.id}")
-                credited += 1
-            store.mark(f"credited:{gen}", credited)
+            arms = credit_offspring(store, kb, gen, [c.fitness for c in pop], key_prefix=f"{run}:{gen}")
+            store.mark(f"credited:{gen}", arms)
+            self.rt.emit("credit", generation=gen, **arms)
         if store.marker(f"distilled:{gen}"):
             return {"generation": gen + 1}
         this_gen = store.candidates("generation<=? AND status IN ('evaluated','invalid')", (gen,))
