@@ -9,93 +9,36 @@ back from the response cache), and ``evaluate`` only scores candidates still pen
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, TypedDict
+from typing import Any
 
 import numpy as np
 
 from hifo.agents import hyper
 from hifo.agents.llm.base import ModelUnavailable
 from hifo.agents.code import CodeError, check_source, extract_code, find_constants, normalized_hash
-from hifo.agents.config import RunConfig
-from hifo.agents.evaluation import CandidateEvaluator
 from hifo.agents.foresight import decide, without_foresight
 from hifo.agents.llm.base import BudgetExceeded, LLMError
-from hifo.agents.prompting import (LLM_OPERATORS, N_PARENTS, ParentView, link_versions, parse_principles, render_distill,
-                              render_operator)
-from hifo.agents.rundb import CandidateRow, RunStore
-from hifo.evaluators.base import Evaluator
-from hifo.agents.learning import credit_offspring
+from hifo.agents.prompting import (LLM_OPERATORS, N_PARENTS, link_versions, render_operator)
+from hifo.agents.distill import DISTILL_ERROR_CHARS, DistillNode, _view
+from hifo.agents.rundb import CandidateRow
+from hifo.agents.runtime import RunState, Runtime, WallTimeSpent, _stop_reason
 from hifo.agents.repair import repair
-from hifo.knowledge_base import KnowledgeBase, assign_subsets, contrast_principles
+from hifo.knowledge_base import assign_subsets
 from hifo.knowledge_base.seeds import seed_if_empty
-from hifo.sandbox._scrub import scrub
 
 
-class WallTimeSpent(BudgetExceeded):
-    """The run's wall-clock budget (``max_wall_s``) is spent: no new model call or evaluation starts."""
+__all__ = ["DISTILL_ERROR_CHARS", "RunState", "Runtime", "SearchNodes", "WallTimeSpent"]
 
 
-def _stop_reason(exc: BudgetExceeded) -> str:
-    return str(exc) if isinstance(exc, WallTimeSpent) else f"model budget spent: {exc}"
-
-
-class RunState(TypedDict, total=False):
-    generation: int
-    population: list[str]
-    best_history: list[float]
-    evaluations: int
-    regime: str
-    directive: str
-    weights: dict[str, float]
-    recalled: list[str]
-    stop_reason: str | None
-
-
-@dataclass
-class Runtime:
-    """The non-serialisable parts of a run, held outside the graph state."""
-
-    run_id: str
-    run_dir: Path
-    config: RunConfig
-    evaluator: Evaluator
-    client: Any
-    kb: KnowledgeBase
-    store: RunStore
-    scorer: CandidateEvaluator
-    on_event: Callable[[str, dict], None] = lambda kind, data: None
-    started: float = field(default_factory=time.time)
-    owned_executor: Any = None
-
-    def emit(self, kind: str, **data: Any) -> None:
-        if isinstance(data.get("error"), str):  # candidate-made text: scrubbed before it is stored
-            data["error"] = scrub(data["error"], limit=4000)
-        self.store.event(kind, **data)
-        with (self.run_dir / "events.jsonl").open("a") as fh:
-            fh.write(json.dumps({"ts": time.time(), "kind": kind, **data}, default=str) + "\n")
-        self.on_event(kind, data)
-
-
-# a short, scrubbed excerpt of a candidate's error is all a prompt carries of its output
-DISTILL_ERROR_CHARS = 300
-
-
-def _view(c: CandidateRow) -> ParentView:
-    return ParentView(c.code, c.thought, c.objective, c.fitness if c.fitness is not None else -math.inf)
-
-
-class SearchNodes:
+class SearchNodes(DistillNode):
     def __init__(self, rt: Runtime):
         self.rt = rt
         self.cfg = rt.config
         self.ev = rt.evaluator
-        self.style = getattr(rt.client, "style", "chat")
+        self.style = rt.client.style
 
     # ---- helpers ---------------------------------------------------------------------------
     def _pop(self, ids: list[str]) -> list[CandidateRow]:
@@ -382,55 +325,6 @@ class SearchNodes:
                      best_id=population[0].id if population else None)
         return {"population": [c.id for c in population], "best_history": history}
 
-    def distill(self, state: RunState) -> RunState:
-        gen, store, kb = state["generation"], self.rt.store, self.rt.kb
-        pop = self._pop(state.get("population", []))
-        run = self.rt.run_id
-        if not store.marker(f"credited:{gen}"):
-            arms = credit_offspring(store, kb, gen, [c.fitness for c in pop], key_prefix=f"{run}:{gen}")
-            store.mark(f"credited:{gen}", arms)
-            self.rt.emit("credit", generation=gen, **arms)
-        if store.marker(f"distilled:{gen}"):
-            return {"generation": gen + 1}
-        this_gen = store.candidates("generation<=? AND status IN ('evaluated','invalid')", (gen,))
-        elite_ids = {c.id for c in pop[: max(2, len(pop) // 2)]}
-        elites = [c for c in pop if c.id in elite_ids]
-        weak = [c for c in this_gen if c.id not in elite_ids and (not c.ok or c.id not in {p.id for p in pop})]
-        as_dict = lambda c: {"id": c.id, "code": c.code, "fitness": c.fitness if c.ok else None,
-                             "error": scrub(c.error, limit=DISTILL_ERROR_CHARS), "metrics": c.metrics}
-        added = []
-        for text, tags, evidence in contrast_principles([as_dict(c) for c in elites], [as_dict(c) for c in weak]):
-            ids = list(evidence.get("candidate_ids") or [c.id for c in elites])[:10]
-            p = kb.add(text, tags=list(tags), problem=self.ev.name, source="contrast",
-                       provenance={"run_id": run, "generation": gen, "candidate_ids": ids})
-            added.append(p.id)
-        # a run that is stopping (a budget spent) asks the model nothing more
-        if self.cfg.distill and elites and self._model_principles() and not state.get("stop_reason"):
-            pr = render_distill(self.style, evaluator=self.ev, elites=[_view(c) for c in elites[:3]],
-                                weak=[(c.code, scrub(c.error, limit=DISTILL_ERROR_CHARS)
-                                       or f"{self.ev.primary_metric} = {c.objective}")
-                                      for c in weak[-2:] if c.code])
-            try:
-                rep = self._call(pr.messages, self.cfg.seed * 7919 + gen, pr.stop)
-                store.add_prompt(generation=gen, operator="distill", messages=pr.messages, principle_ids=[],
-                                 reply=rep.text, usage={k: v for k, v in rep.to_dict().items() if k != "text"})
-                for text in parse_principles(rep.text, pr.prefix):
-                    p = kb.add(text, tags=[self.ev.name, "model"], problem=self.ev.name, source="model",
-                               provenance={"run_id": run, "generation": gen,
-                                           "candidate_ids": [c.id for c in elites]})
-                    added.append(p.id)
-            except BudgetExceeded as exc:
-                self.rt.emit("budget", reason=str(exc))
-                store.mark(f"distilled:{gen}", added)
-                return {"generation": gen + 1, "stop_reason": _stop_reason(exc)}
-            except LLMError as exc:
-                self.rt.emit("distill_failed", generation=gen, error=str(exc))
-        store.mark(f"distilled:{gen}", added)
-        store.set_meta("wall_before", self.wall_used())
-        self.rt.started = time.time()
-        self.rt.emit("distill", generation=gen, principles=added)
-        return {"generation": gen + 1}
-
     def _early_stop(self, history: list[float]) -> str | None:
         """--target: the best reached the value; --patience: no new best for that many generations
         (``history`` is the running best fitness, one entry per generation)."""
@@ -440,12 +334,6 @@ class SearchNodes:
         if cfg.patience is not None and len(history) > cfg.patience and history[-1] <= history[-1 - cfg.patience]:
             return f"no new best for {cfg.patience} generation(s) (--patience)"
         return None
-
-    def _model_principles(self) -> bool:
-        """Model-written principles: on for chat models; off by default for small base models,
-        whose prose we measured to be mostly noise (contrast principles are always derived)."""
-        mode = self.cfg.model_principles
-        return mode == "on" or (mode == "auto" and self.style == "chat")
 
     def route(self, state: RunState) -> str:
         cfg = self.cfg
