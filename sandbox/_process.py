@@ -53,6 +53,42 @@ class ProcessOutcome:
     result: bytes  # what arrived on the result pipe (at most cap + 1 bytes)
     result_overflow: bool
     lost: bool = False  # the zygote died while the candidate ran
+    # the parent's clock (time.monotonic) at the arrival of each progress mark of the child:
+    # [begin, end of instance 0, end of instance 1, ...]; see :func:`instance_seconds`
+    marks: list[float] = dataclasses.field(default_factory=list)
+    overtime: str | None = None  # the parent killed the candidate: an instance ran over its limit
+
+
+def instance_seconds(marks: list[float]) -> list[float]:
+    """Per-instance seconds from the parent's timestamps of the child's progress marks."""
+    return [b - a for a, b in zip(marks, marks[1:])]
+
+
+class _Marks:
+    """Splits the progress marks off the head of the result pipe and timestamps each on arrival.
+
+    The child writes ``MARK_BEGIN`` once, then ``MARK_INSTANCE`` after each instance, then its JSON
+    result (which starts with ``{``). Several marks read in one chunk share the read's timestamp."""
+
+    BEGIN, INSTANCE = 2, 1
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.scanned = 0  # bytes of the result buffer that were marks
+        self.done = False  # the JSON has begun: no more marks
+
+    def take(self, received: bytearray) -> None:
+        if self.done:
+            return
+        now = time.monotonic()
+        while self.scanned < len(received):
+            byte = received[self.scanned]
+            if byte == self.BEGIN and not self.times or byte == self.INSTANCE and self.times:
+                self.times.append(now)
+                self.scanned += 1
+            else:
+                self.done = True
+                return
 
 
 # Zygotes are launched from one long-lived thread: bubblewrap's --die-with-parent and setpriv's
@@ -188,6 +224,8 @@ class Zygote:
         assert self.ctl is not None
         received = bytearray()
         started, overflow, done = False, False, None
+        marks, overtime = _Marks(), None
+        limits = tuple(job.instance_limits_s)
         deadline = time.monotonic() + ACCEPT_S
         sel = selectors.DefaultSelector()
         os.set_blocking(read_fd, False)
@@ -195,15 +233,28 @@ class Zygote:
         sel.register(read_fd, selectors.EVENT_READ, "result")
         try:
             while done is None:
-                remaining = deadline - time.monotonic()
+                now = time.monotonic()
+                remaining = deadline - now
                 if remaining <= 0:  # the zygote did not answer in time: kill it whole
                     self.close()
                     if not started:
                         raise ZygoteLost("the warm worker did not accept the job")
                     return ProcessOutcome(None, 0.0, True, None, b"", False)
+                index = len(marks.times) - 1  # the instance now running, once the child has begun
+                limit = limits[index] if 0 <= index < len(limits) and not marks.done else None
+                if limit is not None and overtime is None:
+                    over = now - (marks.times[-1] + limit)
+                    if over >= 0:  # timed here, from outside the child: kill it now
+                        overtime = (f"overtime: instance {index} still running after {now - marks.times[-1]:.2f} s, "
+                                    f"over its {limit:.2f} s limit (timed and killed by the parent)")
+                        self._send({"op": "kill", "reason": overtime})
+                    else:
+                        remaining = min(remaining, -over)
                 for key, _ in sel.select(remaining):
                     if key.data == "result":
-                        if _read_into(read_fd, received, cap) == "eof":
+                        state = _read_into(read_fd, received, cap)
+                        marks.take(received)
+                        if state == "eof":
                             sel.unregister(read_fd)
                         if len(received) > cap and not overflow:
                             overflow = True
@@ -227,16 +278,23 @@ class Zygote:
             sel.close()
         if not overflow:
             drain(read_fd, received, cap)
+            marks.take(received)
             overflow = len(received) > cap
         cancelled = done.get("cancelled")
         rc = done.get("returncode")
+        if overtime is not None and cancelled == overtime:
+            cancelled = None
+        else:
+            overtime = None  # the candidate had finished before the kill arrived
         return ProcessOutcome(
             returncode=rc if isinstance(rc, int) else None,
             cpu_s=float(done.get("cpu_s") or 0.0),
             timed_out=bool(done.get("timed_out")),
             cancelled=None if overflow or not isinstance(cancelled, str) else cancelled,
-            result=bytes(received),
+            result=bytes(received[marks.scanned:]),
             result_overflow=overflow,
+            marks=list(marks.times),
+            overtime=overtime,
         )
 
     # ---- helpers ---------------------------------------------------------------------------
