@@ -23,7 +23,7 @@ def make_job(evaluator: Evaluator, code: str, instances: list[Any], job_id: str 
     return Job(
         code=code,
         entry=evaluator.template.name,
-        fence={"imports": list(evaluator.slot_imports)},
+        fence={"imports": list(evaluator.slot_imports), "process": bool(evaluator.slot_process)},
         solver=evaluator.entry_point(),
         instances=instances,
         limits=JobLimits(timeout_s=lim.timeout_s, cpu_s=lim.cpu_s, memory_mb=lim.memory_mb,

@@ -110,6 +110,14 @@ def run_candidate(job: dict[str, Any], fds: list[int], sock: socket.socket, conf
     reserve = bytearray(256 * 1024)  # released on MemoryError so the result can still be written
     _isolate_stdio(limits["max_output_bytes"])
     sys.argv = ["hifo-sandbox", str(result_fd)]
+    slot = None
+    if (payload.get("fence") or {}).get("process"):  # before the instances exist as objects here
+        from . import _slotproc
+
+        try:
+            slot = _slotproc.fork(payload, (result_fd, sock.fileno()), limits)
+        except Exception as exc:
+            _finish(result_fd, sock, "error", [], f"sandbox setup failed: slot process: {_execute.one_line(exc)}")
     try:
         instances = pickle.loads(payload["instances"])
     except MemoryError:
@@ -121,7 +129,8 @@ def run_candidate(job: dict[str, Any], fds: list[int], sock: socket.socket, conf
         _finish(result_fd, sock, "error", [], reason)
     del payload["instances"]
     outcome = _execute.execute(payload["code"], payload["entry"], payload["solver"], instances, limits,
-                               fence=payload.get("fence"), audit=True, progress=lambda mark: _mark(result_fd, mark))
+                               fence=payload.get("fence"), audit=True, progress=lambda mark: _mark(result_fd, mark),
+                               slot=slot)
     del reserve
     _finish(result_fd, sock, outcome["status"], outcome["parts"], outcome["error"])
 

@@ -46,6 +46,7 @@ def execute(
     fence: dict[str, Any] | None = None,
     audit: bool = False,
     progress: Callable[[bytes], None] | None = None,
+    slot: Any = None,
 ) -> dict[str, Any]:
     """Run the whole job; return ``{"status", "parts", "error", "instance_s"}``.
 
@@ -56,6 +57,8 @@ def execute(
     times instances itself from ``progress`` marks). ``progress``: called with :data:`MARK_BEGIN`
     right before the first instance and :data:`MARK_INSTANCE` as soon as each solver call returns;
     the child writes them on the result pipe, where the parent timestamps them on its own clock.
+    ``slot``: a :class:`hifo.sandbox._slotproc.SlotProxy` whose process loads and runs the
+    candidate; the solver gets the proxy instead of the function.
 
     ``parts`` holds one compact JSON text per instance (empty unless the status is "ok");
     each solution is encoded as soon as the solver returns it, so later mutation by the
@@ -67,12 +70,20 @@ def execute(
             from . import _fence
 
             _fence.install()
-        function = _guarded(lambda: load_candidate(code, entry, fence), "while loading the candidate", limits, catch)
+        if slot is not None:
+            function = _guarded(slot.ready, "while loading the candidate", limits, catch)
+        else:
+            function = _guarded(lambda: load_candidate(code, entry, fence), "while loading the candidate", limits,
+                                catch)
         times: list[float] = []
         parts = run_instances(solver, function, instances, limits, catch, times, fenced=fence is not None,
                               progress=progress)
     except JobFailure as failure:
+        if slot is not None:
+            slot.close()
         return {"status": failure.status, "parts": [], "error": failure.reason, "instance_s": []}
+    if slot is not None:
+        slot.close()
     return {"status": "ok", "parts": parts, "error": None, "instance_s": times}
 
 
