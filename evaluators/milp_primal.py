@@ -8,6 +8,8 @@ short dives, each fixing a random 10 % of the integer variables among those with
 the best kept; then the *full* MIP, warm-started from the best dive, for the rest of the
 budget, so a wrong fixing costs time but is never locked in. The budget is CPU seconds of the
 evaluating process and covers the whole pipeline: the LP and the candidate's own running time
+(in the sandbox the heuristic runs in a slot process of its own, ``slot_process = True``, whose
+CPU time the algorithm reads from outside it, :mod:`hifo.sandbox._slotproc`)
 are taken off HiGHS's budget (HiGHS always gets at least 0.05 s), so a slow heuristic pays.
 
 Metrics (per instance; the parent verifies rows, bounds and integrality of the returned vector

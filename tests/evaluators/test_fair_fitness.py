@@ -287,3 +287,23 @@ def test_honest_candidate_runs_under_the_audit_hook():
     out = subprocess.run([sys.executable, "-c", AUDITED, HONEST], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[:3] == ["[-1.0, -0.5]", "12.0", "None"]
+
+
+MILP_SPIN = """import numpy as np
+
+
+def primal_heuristic(x_lp, reduced_cost, c, A, row_lo, row_hi, lb, ub, is_int):
+    total = 0
+    for i in range(10 ** 9):  # a solver-length search; the parent's clock ends it
+        total += i
+    return x_lp, np.ones_like(x_lp)
+"""
+
+
+def test_milp_overtime_in_the_slot_process_is_killed_by_the_parent():
+    ev, instances = _load("milp_primal", count=1)
+    job = make_job(ev, MILP_SPIN, instances)
+    assert job.fence["process"] and job.instance_limits_s == (ev.instance_time_limit(instances[0]),)
+    job = dataclasses.replace(job, instance_limits_s=(0.5,))  # the real limit is 4 s: keep the test short
+    score = score_result(ev, instances, run_job(job))
+    assert not score.feasible and "overtime: instance 0 still running" in score.error, score.error

@@ -116,3 +116,23 @@ def test_milp_primal_runs_its_heuristic_in_a_slot_process():
     assert job.fence["process"] is True
     score = score_result(ev, instances, run_job(job))
     assert score.feasible, score.error
+
+
+def test_milp_charges_the_slot_processs_cpu_time_to_its_budget():
+    from hifo.evaluators.milp_primal import run_primal_heuristic
+    from hifo.evaluators.registry import get_evaluator
+
+    ev = get_evaluator("milp_primal")
+    inst = ev.load_instances("train")[0]["milp"]
+    spin = ("import numpy as np\n"
+            "def primal_heuristic(x_lp, reduced_cost, c, A, row_lo, row_hi, lb, ub, is_int):\n"
+            "    t = 0\n    for i in range(4_000_000):\n        t += i\n"
+            "    return x_lp, np.zeros_like(x_lp)\n")
+    proxy = start(spin, "primal_heuristic").ready()
+    try:
+        out = run_primal_heuristic(proxy, inst, time_limit=1.0)
+    finally:
+        proxy.close()
+    assert proxy.slot_cpu_s > 0.1
+    # the trajectory starts after the time spent so far, the slot process's CPU included
+    assert out["trajectory"] and min(t for t, _ in out["trajectory"]) >= proxy.slot_cpu_s
