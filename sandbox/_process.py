@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _wire
+from ._marks import Marks, instance_seconds  # noqa: F401  (instance_seconds: re-exported)
 from ._child import PASS_THROUGH_ENV, SINGLE_THREAD_ENV, child_env  # noqa: F401  (re-exported)
 from ._launch import LOAD_PACKAGE, launcher_argv  # noqa: F401  (LOAD_PACKAGE: re-exported)
 from ._layers import IsolationPlan
@@ -54,41 +55,9 @@ class ProcessOutcome:
     result_overflow: bool
     lost: bool = False  # the zygote died while the candidate ran
     # the parent's clock (time.monotonic) at the arrival of each progress mark of the child:
-    # [begin, end of instance 0, end of instance 1, ...]; see :func:`instance_seconds`
+    # [begin, end of instance 0, end of instance 1, ...]; see :func:`hifo.sandbox._marks.instance_seconds`
     marks: list[float] = dataclasses.field(default_factory=list)
     overtime: str | None = None  # the parent killed the candidate: an instance ran over its limit
-
-
-def instance_seconds(marks: list[float]) -> list[float]:
-    """Per-instance seconds from the parent's timestamps of the child's progress marks."""
-    return [b - a for a, b in zip(marks, marks[1:])]
-
-
-class _Marks:
-    """Splits the progress marks off the head of the result pipe and timestamps each on arrival.
-
-    The child writes ``MARK_BEGIN`` once, then ``MARK_INSTANCE`` after each instance, then its JSON
-    result (which starts with ``{``). Several marks read in one chunk share the read's timestamp."""
-
-    BEGIN, INSTANCE = 2, 1
-
-    def __init__(self) -> None:
-        self.times: list[float] = []
-        self.scanned = 0  # bytes of the result buffer that were marks
-        self.done = False  # the JSON has begun: no more marks
-
-    def take(self, received: bytearray) -> None:
-        if self.done:
-            return
-        now = time.monotonic()
-        while self.scanned < len(received):
-            byte = received[self.scanned]
-            if byte == self.BEGIN and not self.times or byte == self.INSTANCE and self.times:
-                self.times.append(now)
-                self.scanned += 1
-            else:
-                self.done = True
-                return
 
 
 # Zygotes are launched from one long-lived thread: bubblewrap's --die-with-parent and setpriv's
@@ -224,7 +193,7 @@ class Zygote:
         assert self.ctl is not None
         received = bytearray()
         started, overflow, done = False, False, None
-        marks, overtime = _Marks(), None
+        marks, overtime = Marks(), None
         limits = tuple(job.instance_limits_s)
         deadline = time.monotonic() + ACCEPT_S
         sel = selectors.DefaultSelector()

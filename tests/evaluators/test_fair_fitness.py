@@ -130,15 +130,15 @@ def test_child_reported_times_are_ignored():
 
 
 def test_marks_are_split_off_the_result_and_timestamped_on_arrival():
-    from hifo.sandbox._process import _Marks, instance_seconds
+    from hifo.sandbox._marks import Marks, instance_seconds
 
-    marks, buf = _Marks(), bytearray(b"\x02")
+    marks, buf = Marks(), bytearray(b"\x02")
     marks.take(buf)
     buf += b"\x01\x01{\"status\":\"ok\"}\x01"
     marks.take(buf)
     assert len(marks.times) == 3 and marks.scanned == 3 and marks.done
     assert bytes(buf[marks.scanned:]).startswith(b"{") and instance_seconds(marks.times)[0] >= 0
-    late = _Marks()
+    late = Marks()
     late.take(bytearray(b"\x01\x02"))  # an instance mark before the begin mark is not a mark
     assert late.times == [] and late.done
     assert instance_seconds([1.0, 1.5, 3.5]) == [0.5, 2.0]
