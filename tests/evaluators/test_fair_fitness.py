@@ -307,3 +307,10 @@ def test_milp_overtime_in_the_slot_process_is_killed_by_the_parent():
     job = dataclasses.replace(job, instance_limits_s=(0.5,))  # the real limit is 4 s: keep the test short
     score = score_result(ev, instances, run_job(job))
     assert not score.feasible and "overtime: instance 0 still running" in score.error, score.error
+
+
+def test_few_call_slots_run_in_a_process_of_their_own():
+    from hifo.evaluators.registry import get_evaluator_class as _class, list_evaluators
+
+    using = {name for name in list_evaluators() if getattr(_class(name), "slot_process", False)}
+    assert using == {"milp_primal", "radar_tune", "optwvp_service", "newton_schulz"}
