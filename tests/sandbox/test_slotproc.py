@@ -126,13 +126,13 @@ def test_milp_charges_the_slot_processs_cpu_time_to_its_budget():
     inst = ev.load_instances("train")[0]["milp"]
     spin = ("import numpy as np\n"
             "def primal_heuristic(x_lp, reduced_cost, c, A, row_lo, row_hi, lb, ub, is_int):\n"
-            "    t = 0\n    for i in range(4_000_000):\n        t += i\n"
+            "    t = 0\n    for i in range(10_000_000):\n        t += i\n"
             "    return x_lp, np.zeros_like(x_lp)\n")
     proxy = start(spin, "primal_heuristic").ready()
     try:
         out = run_primal_heuristic(proxy, inst, time_limit=1.0)
     finally:
         proxy.close()
-    assert proxy.slot_cpu_s > 0.1
+    assert proxy.slot_cpu_s > 0.05
     # the trajectory starts after the time spent so far, the slot process's CPU included
     assert out["trajectory"] and min(t for t, _ in out["trajectory"]) >= proxy.slot_cpu_s
