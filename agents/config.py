@@ -41,6 +41,8 @@ class RunConfig(BaseModel):
     recall_k: int = Field(5, ge=0, le=50)
     cross_problem: bool = True
     distill: bool = True
+    foresight: bool = Field(True, description="off: no regime or directive in the prompts, fixed operator weights "
+                                              "(the ablation of benchmarks/discovery.py)")
     model_principles: Literal["auto", "on", "off"] = Field(
         "auto", description="model-written principles: auto = on for chat models, off for base models")
     recall_min_utility: float = Field(-0.25, ge=-1, le=1, description="hide principles below this utility "

@@ -24,13 +24,15 @@ def make_job(evaluator: Evaluator, code: str, instances: list[Any], job_id: str 
     return Job(
         code=code,
         entry=evaluator.template.name,
-        fence={"imports": list(evaluator.slot_imports)},
+        fence={"imports": list(evaluator.slot_imports), "process": bool(evaluator.slot_process)},
         solver=evaluator.entry_point(),
         instances=instances,
         limits=JobLimits(timeout_s=lim.timeout_s, cpu_s=lim.cpu_s, memory_mb=lim.memory_mb,
                          max_output_bytes=lim.max_output_bytes, max_solution_bytes=lim.max_solution_bytes),
         job_id=job_id,
         sys_path=plugin_sys_path(type(evaluator)),
+        # enforced live by the sandbox parent on its own clock (see check_instance_times for the rest)
+        instance_limits_s=tuple(evaluator.instance_time_limit(inst) for inst in instances),
     )
 
 
@@ -49,7 +51,11 @@ def fence_refusal(evaluator: Evaluator, code: str) -> str | None:
 
 
 def check_instance_times(evaluator: Evaluator, instances: list[Any], times: list[float]) -> str | None:
-    """The evaluator's per-instance time limit, enforced here in the parent (None when kept)."""
+    """The evaluator's per-instance time limit, enforced here in the parent (None when kept).
+
+    ``times`` come from the sandbox parent's own clock (progress marks of the child, timestamped
+    on arrival); the sandbox already kills a candidate whose instance runs past its limit, this
+    check catches one that finished just before the kill arrived."""
     limits = [evaluator.instance_time_limit(inst) for inst in instances]
     if all(lim is None for lim in limits):
         return None

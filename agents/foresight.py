@@ -5,18 +5,24 @@ It runs in the graph's own process, from numbers held in the graph state and the
 store: never inside a worker, so no statistic is lost (the reference HiFo-Prompt code
 updates its navigator inside joblib workers and loses those updates).
 
-Decision rule (every threshold is a field of :class:`ForesightConfig`):
+Decision rule (every threshold is a field of :class:`ForesightConfig`; the defaults are
+HiFo-Prompt's reference values as issue 12 read them from the official code: stagnation after
+3 generations, improvement tolerance 1e-4, exploit after two improvements in a row):
 
 1. generation 0 (no history yet): ``balance``;
 2. ``stagnation >= stagnation_explore`` (generations since the best fitness last improved by
    more than ``improve_tol``), or code diversity below ``min_code_diversity``, or behaviour
    diversity below ``min_behaviour_diversity``: ``explore``;
-3. the best improved in the last generation and diversity is above the floors: ``exploit``;
+3. the best improved in each of the last ``exploit_streak`` generations and diversity is above
+   the floors: ``exploit``;
 4. otherwise: ``balance``.
 
-The directive is chosen from the regime's list by the most specific reason (stagnation,
-collapse of code diversity, collapse of behaviour diversity, many failed offspring,
-recent improvement), so every decision is explained by the numbers that caused it.
+The directive is drawn from the pool of the most specific reason (stagnation, collapse of code
+diversity, collapse of behaviour diversity, many failed offspring, recent improvement), by
+generation (deterministic, so a replay renders the same prompts), so every decision is explained
+by the numbers that caused it.  Besides the directive, every operator prompt carries the regime's
+instruction for that operator (`regime_instruction`), so the regime reaches the model in words and
+not only through the operator weights.
 """
 
 from __future__ import annotations
@@ -38,21 +44,76 @@ REGIME_WEIGHTS: dict[str, dict[str, float]] = {
 # "hyper" is not sampled with the LLM operators: its weight scales how many constant-tuning
 # variants the hyperparameter operator proposes in that regime (x RunConfig.hyper_lambda).
 
-DIRECTIVES = {
-    "stagnation": "The search has stalled: design a heuristic built on a different principle than the current ones.",
-    "code_collapse": "The population's code has become nearly identical: introduce a new term or a new way to combine the inputs.",
-    "behaviour_collapse": "All heuristics behave alike on the instances: change what the score rewards, not only its constants.",
-    "failures": "Many recent candidates failed: keep the code short, vectorised, and guarded against division by zero and NaN.",
-    "improving": "The last change helped: refine the best heuristic further, keeping its core idea.",
-    "balance": "Combine the strongest idea of the best heuristic with a complementary idea from another elite.",
-    "start": "Start from the baseline's idea and improve on it with one clear, well-motivated change.",
+DIRECTIVE_POOL: dict[str, tuple[str, ...]] = {
+    "stagnation": (
+        "The search has stalled: design a heuristic built on a different principle than the current ones.",
+        "Progress has stopped: drop the current scoring idea and try a different quantity to rank by.",
+        "No gain for several generations: combine two inputs the current heuristics ignore.",
+    ),
+    "code_collapse": (
+        "The population's code has become nearly identical: introduce a new term or a new way to combine the inputs.",
+        "All heuristics look alike: restructure the computation instead of changing a constant.",
+    ),
+    "behaviour_collapse": (
+        "All heuristics behave alike on the instances: change what the score rewards, not only its constants.",
+        "Every heuristic makes the same choices: make the score depend on a quantity they all ignore.",
+    ),
+    "failures": (
+        "Many recent candidates failed: keep the code short, vectorised, and guarded against division by zero and NaN.",
+        "Many recent candidates failed: use only the given arguments and numpy, and return the documented type.",
+    ),
+    "improving": (
+        "The last changes helped: refine the best heuristic further, keeping its core idea.",
+        "The search is improving: tune the strongest term of the best heuristic and keep the rest.",
+    ),
+    "balance": (
+        "Combine the strongest idea of the best heuristic with a complementary idea from another elite.",
+        "Keep what the best heuristic does well and change one weak part of it.",
+    ),
+    "start": (
+        "Start from the baseline's idea and improve on it with one clear, well-motivated change.",
+    ),
 }
+DIRECTIVES = {k: v[0] for k, v in DIRECTIVE_POOL.items()}
+
+REGIME_INSTRUCTIONS: dict[str, dict[str, str]] = {
+    "explore": {
+        "i1": "Explore: propose an idea unlike the usual one for this task.",
+        "e1": "Explore: make the new heuristic as different from both parents as you can.",
+        "e2": "Explore: keep only the shared backbone of the parents and add a new idea to it.",
+        "m1": "Explore: change the structure of the heuristic, not only its numbers.",
+        "m2": "Explore: change the constants boldly, by a factor, not a few percent.",
+        "m3": "Explore: remove the terms that do not help and replace one with a new idea.",
+    },
+    "balance": {
+        "i1": "Balance: start from a sound, simple idea and add one improvement.",
+        "e1": "Balance: take a different idea than the parents, but keep what clearly works.",
+        "e2": "Balance: combine the parents' common backbone with one new element.",
+        "m1": "Balance: make one structural change and keep the rest.",
+        "m2": "Balance: adjust the constants moderately.",
+        "m3": "Balance: simplify where it does not cost quality.",
+    },
+    "exploit": {
+        "i1": "Exploit: write the most reliable version of the best known idea.",
+        "e1": "Exploit: stay close to the better parent; change only what the other parent does better.",
+        "e2": "Exploit: keep the parents' shared backbone and refine it.",
+        "m1": "Exploit: make a small, careful change to the best heuristic.",
+        "m2": "Exploit: fine-tune the constants by small steps.",
+        "m3": "Exploit: simplify the best heuristic without changing its behaviour much.",
+    },
+}
+
+
+def regime_instruction(regime: str | None, operator: str) -> str:
+    """The regime's sentence for one operator ('' for an unknown regime or operator)."""
+    return REGIME_INSTRUCTIONS.get(regime or "", {}).get(operator, "")
 
 
 @dataclass(frozen=True)
 class ForesightConfig:
-    stagnation_explore: int = 2
-    improve_tol: float = 1e-9
+    stagnation_explore: int = 3
+    improve_tol: float = 1e-4
+    exploit_streak: int = 2
     min_code_diversity: float = 0.15
     min_behaviour_diversity: float = 1e-3
     max_failure_rate: float = 0.6
@@ -71,7 +132,18 @@ class ForesightDecision:
         return asdict(self)
 
 
-def stagnation(best_history: Sequence[float], tol: float = 1e-9) -> int:
+def improvement_streak(best_history: Sequence[float], tol: float = 1e-4) -> int:
+    """How many of the last generations in a row improved the best-so-far by more than ``tol``."""
+    count = 0
+    for prev, cur in zip(reversed(best_history[:-1]), reversed(best_history[1:])):
+        if cur > prev + tol * max(1.0, abs(prev)):
+            count += 1
+        else:
+            break
+    return count
+
+
+def stagnation(best_history: Sequence[float], tol: float = 1e-4) -> int:
     """Generations since the best-so-far fitness last rose by more than ``tol`` (relative
     to its magnitude, with ``tol`` also as an absolute floor)."""
     if not best_history:
@@ -119,10 +191,11 @@ def decide(
     stag = stagnation(best_history, cfg.improve_tol)
     cdiv = code_diversity(population_codes)
     bdiv = behaviour_diversity(population_vectors)
-    improved = len(best_history) >= 2 and stag == 0
+    streak = improvement_streak(best_history, cfg.improve_tol)
     numbers = {
         "best_fitness": best_history[-1] if best_history else None,
         "stagnation": stag,
+        "improvement_streak": streak,
         "code_diversity": round(cdiv, 4),
         "behaviour_diversity": round(bdiv, 6),
         "failure_rate": None if offspring_failure_rate is None else round(offspring_failure_rate, 3),
@@ -137,7 +210,7 @@ def decide(
         regime, key = "explore", "code_collapse"
     elif enough and bdiv < cfg.min_behaviour_diversity:
         regime, key = "explore", "behaviour_collapse"
-    elif improved:
+    elif streak >= cfg.exploit_streak:
         regime, key = "exploit", "improving"
     else:
         regime, key = "balance", "balance"
@@ -148,9 +221,17 @@ def decide(
         "stagnation": f"best fitness unchanged for {stag} generation(s) (>= {cfg.stagnation_explore})",
         "code_collapse": f"code diversity {cdiv:.3f} < {cfg.min_code_diversity}",
         "behaviour_collapse": f"behaviour diversity {bdiv:.2e} < {cfg.min_behaviour_diversity}",
-        "improving": "best fitness improved in the last generation",
-        "balance": "no improvement last generation, stagnation below threshold, diversity healthy",
+        "improving": f"best fitness improved in each of the last {streak} generations (>= {cfg.exploit_streak})",
+        "balance": f"improvement streak {streak} < {cfg.exploit_streak}, stagnation below threshold, diversity healthy",
         "failures": f"{offspring_failure_rate:.0%} of the last offspring failed (> {cfg.max_failure_rate:.0%})"
         if offspring_failure_rate is not None else "",
     }[key]
-    return ForesightDecision(generation, regime, DIRECTIVES[key], reason, dict(REGIME_WEIGHTS[regime]), numbers)
+    pool = DIRECTIVE_POOL[key]
+    directive = pool[generation % len(pool)]
+    return ForesightDecision(generation, regime, directive, reason, dict(REGIME_WEIGHTS[regime]), numbers)
+
+
+def without_foresight(generation: int) -> ForesightDecision:
+    """The decision of a run with foresight off: regime ``none`` (no regime sentence in the prompts),
+    no directive, the balanced operator weights, every generation."""
+    return ForesightDecision(generation, "none", "", "foresight off", dict(REGIME_WEIGHTS["balance"]), {})

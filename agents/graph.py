@@ -61,7 +61,8 @@ def _report_node(nodes: SearchNodes) -> Callable[[RunState], RunState]:
         summary["principles_added"] = sum(len(store.marker(f"distilled:{g}") or [])
                                           for g in range(state.get("generation", 0) + 1))
         rt.kb.decay(0.98)
-        retired = rt.kb.prune()
+        # only principles whose centred credit is confidently negative, over uses across runs
+        retired = rt.kb.retire_harmful()
         summary["principles_retired"] = len(retired)
         summary["finished_at"] = time.time()
         (rt.run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))

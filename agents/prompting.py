@@ -90,10 +90,17 @@ def render_operator(
     parents: Sequence[ParentView],
     principles: Sequence[str],
     directive: str,
+    regime: str | None = None,
 ) -> RenderedPrompt:
-    """Build the prompt of one LLM operator (``i1``, ``e1``, ``e2``, ``m1``, ``m2``, ``m3``)."""
+    """Build the prompt of one LLM operator (``i1``, ``e1``, ``e2``, ``m1``, ``m2``, ``m3``).
+
+    ``regime`` (explore / balance / exploit) adds the regime's sentence for this operator
+    (`hifo.agents.foresight.regime_instruction`) in front of the directive."""
+    from hifo.agents.foresight import regime_instruction
+
     if operator not in LLM_OPERATORS:
         raise ValueError(f"unknown operator {operator!r}; known: {', '.join(LLM_OPERATORS)}")
+    directive = " ".join(t for t in (regime_instruction(regime, operator), directive) if t)
     tpl = evaluator.template
     entry = tpl.name
     metric, direction = evaluator.primary_metric, evaluator.direction

@@ -9,90 +9,36 @@ back from the response cache), and ``evaluate`` only scores candidates still pen
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, TypedDict
+from typing import Any
 
 import numpy as np
 
 from hifo.agents import hyper
 from hifo.agents.llm.base import ModelUnavailable
 from hifo.agents.code import CodeError, check_source, extract_code, find_constants, normalized_hash
-from hifo.agents.config import RunConfig
-from hifo.agents.evaluation import CandidateEvaluator
-from hifo.agents.foresight import decide
+from hifo.agents.foresight import decide, without_foresight
 from hifo.agents.llm.base import BudgetExceeded, LLMError
-from hifo.agents.prompting import (LLM_OPERATORS, N_PARENTS, ParentView, link_versions, parse_principles, render_distill,
-                              render_operator)
-from hifo.agents.rundb import CandidateRow, RunStore
-from hifo.evaluators.base import Evaluator
-from hifo.sandbox._scrub import scrub
-from hifo.knowledge_base import KnowledgeBase, contrast_principles, gain_scale, offspring_gain
+from hifo.agents.prompting import (LLM_OPERATORS, N_PARENTS, link_versions, render_operator)
+from hifo.agents.distill import DISTILL_ERROR_CHARS, DistillNode, _view
+from hifo.agents.rundb import CandidateRow
+from hifo.agents.runtime import RunState, Runtime, WallTimeSpent, _stop_reason
+from hifo.agents.repair import repair
+from hifo.knowledge_base import assign_subsets
+from hifo.knowledge_base.seeds import seed_if_empty
 
 
-class WallTimeSpent(BudgetExceeded):
-    """The run's wall-clock budget (``max_wall_s``) is spent: no new model call or evaluation starts."""
+__all__ = ["DISTILL_ERROR_CHARS", "RunState", "Runtime", "SearchNodes", "WallTimeSpent"]
 
 
-def _stop_reason(exc: BudgetExceeded) -> str:
-    return str(exc) if isinstance(exc, WallTimeSpent) else f"model budget spent: {exc}"
-
-
-class RunState(TypedDict, total=False):
-    generation: int
-    population: list[str]
-    best_history: list[float]
-    evaluations: int
-    regime: str
-    directive: str
-    weights: dict[str, float]
-    recalled: list[str]
-    stop_reason: str | None
-
-
-@dataclass
-class Runtime:
-    """The non-serialisable parts of a run, held outside the graph state."""
-
-    run_id: str
-    run_dir: Path
-    config: RunConfig
-    evaluator: Evaluator
-    client: Any
-    kb: KnowledgeBase
-    store: RunStore
-    scorer: CandidateEvaluator
-    on_event: Callable[[str, dict], None] = lambda kind, data: None
-    started: float = field(default_factory=time.time)
-    owned_executor: Any = None
-
-    def emit(self, kind: str, **data: Any) -> None:
-        if isinstance(data.get("error"), str):  # candidate-made text: scrubbed before it is stored
-            data["error"] = scrub(data["error"], limit=4000)
-        self.store.event(kind, **data)
-        with (self.run_dir / "events.jsonl").open("a") as fh:
-            fh.write(json.dumps({"ts": time.time(), "kind": kind, **data}, default=str) + "\n")
-        self.on_event(kind, data)
-
-
-# a short, scrubbed excerpt of a candidate's error is all a prompt carries of its output
-DISTILL_ERROR_CHARS = 300
-
-
-def _view(c: CandidateRow) -> ParentView:
-    return ParentView(c.code, c.thought, c.objective, c.fitness if c.fitness is not None else -math.inf)
-
-
-class SearchNodes:
+class SearchNodes(DistillNode):
     def __init__(self, rt: Runtime):
         self.rt = rt
         self.cfg = rt.config
         self.ev = rt.evaluator
-        self.style = getattr(rt.client, "style", "chat")
+        self.style = rt.client.style
 
     # ---- helpers ---------------------------------------------------------------------------
     def _pop(self, ids: list[str]) -> list[CandidateRow]:
@@ -123,8 +69,9 @@ class SearchNodes:
                 check_source(code, self.ev.template.name)
                 store.add_candidate(generation=0, operator="baseline", code=code, code_hash=h, thought=name,
                                     cid=f"base-{name}")
+            seeded = seed_if_empty(self.rt.kb) if self.cfg.recall_k > 0 else []
             store.mark("seeded")
-            self.rt.emit("seed", baselines=sorted(sources))
+            self.rt.emit("seed", baselines=sorted(sources), seed_principles=len(seeded))
         return {"generation": 0, "population": [], "best_history": [], "evaluations": 0, "recalled": [],
                 "stop_reason": None}
 
@@ -134,7 +81,7 @@ class SearchNodes:
         prev = [c for c in self.rt.store.candidates("generation=? AND operator!='baseline'", (gen - 1,))]
         failure_rate = (sum(1 for c in prev if not c.ok) / len(prev)) if prev else None
         d = decide(gen, state.get("best_history", []), [c.code for c in pop], [self._vector(c) for c in pop],
-                   failure_rate)
+                   failure_rate) if self.cfg.foresight else without_foresight(gen)
         self.rt.store.add_foresight(d.to_dict())
         self.rt.emit("foresight", generation=gen, regime=d.regime, reason=d.reason, directive=d.directive,
                      numbers=d.numbers)
@@ -147,7 +94,8 @@ class SearchNodes:
         # in the store, with their record, but are not shown again; prune retires them at the end
         got = [p for p in self.rt.kb.recall(self.ev.name, self.ev.description, k=3 * self.cfg.recall_k,
                                             cross_problem=self.cfg.cross_problem)
-               if not (p.uses >= 5 and p.utility < self.cfg.recall_min_utility)][: self.cfg.recall_k]
+               if not (p.uses >= 5 and p.utility < self.cfg.recall_min_utility)][: 2 * self.cfg.recall_k]
+        # the pool is twice recall_k: propose gives each prompt its own Thompson-sampled recall_k of it
         self.rt.emit("recall", generation=state["generation"],
                      principles=[{"id": p.id, "problem": p.problem, "utility": round(p.utility, 4), "text": p.text}
                                  for p in got])
@@ -189,10 +137,14 @@ class SearchNodes:
         store.db.execute("DELETE FROM candidates WHERE generation=? AND operator!='baseline'", (gen,))
         rng = np.random.default_rng([self.cfg.seed, gen])
         recalled = [p for p in (self.rt.kb.get(i) for i in state.get("recalled", [])) if p is not None]
-        texts = [p.text for p in recalled]
         plan = self._plan(state, rng)
+        # each prompt its own subset of the pool; every fourth prompt none (the control arm)
+        subsets = assign_subsets([(p.id, p.credit_n, p.credit_sum, p.credit_sq) for p in recalled], len(plan),
+                                 self.cfg.recall_k, np.random.default_rng([self.cfg.seed, gen, 17]))
+        text_of = {p.id: p.text for p in recalled}
         prompts = [render_operator(self.style, op, evaluator=self.ev, parents=[_view(p) for p in parents],
-                                   principles=texts, directive=state.get("directive", "")) for op, parents in plan]
+                                   principles=[text_of[i] for i in ids], directive=state.get("directive", ""),
+                                   regime=state.get("regime")) for (op, parents), ids in zip(plan, subsets)]
         stop_reason = None
         replies: dict[int, Any] = {}
         workers = 1 if self.style == "completion" else min(8, max(1, len(prompts)))
@@ -221,7 +173,7 @@ class SearchNodes:
             self.rt.emit("model_errors", generation=gen, errors=len(errors), calls=len(replies),
                          error=" ".join(str(errors[0]).split())[:300])
         seen: set[str] = set()
-        n_ok = 0
+        n_ok = n_fixed = 0
         for i, ((op, parents), pr) in enumerate(zip(plan, prompts)):
             if i not in replies:
                 continue
@@ -230,9 +182,9 @@ class SearchNodes:
             usage = rep.to_dict() if not isinstance(rep, Exception) else {"error": str(rep)}
             usage.pop("text", None)
             pid = store.add_prompt(generation=gen, operator=op, messages=pr.messages,
-                                   principle_ids=[p.id for p in recalled], reply=text, usage=usage)
+                                   principle_ids=subsets[i], reply=text, usage=usage)
             common = dict(generation=gen, operator=op, parents=[p.id for p in parents], cid=f"g{gen}-{i:03d}",
-                          regime=state.get("regime"), principle_ids=[p.id for p in recalled], prompt_id=pid,
+                          regime=state.get("regime"), principle_ids=subsets[i], prompt_id=pid,
                           usage=usage)
             if text is None:
                 store.add_candidate(code="", code_hash=None, status="invalid", error=f"model call failed: {rep}",
@@ -243,8 +195,16 @@ class SearchNodes:
             except CodeError as exc:
                 store.add_candidate(code=text[:4000], code_hash=None, status="invalid", error=str(exc), **common)
                 continue
-            if pr.versions:
-                ex = type(ex)(code=link_versions(ex.code, self.ev.template.name, pr.versions), thought=ex.thought)
+            fixed = repair(ex.code, self.ev.template.name, self.ev.template.signature, pr.versions)
+            if fixed.unresolved:  # it would fail at its first call: not worth a sandbox evaluation
+                store.add_candidate(code=ex.code, code_hash=None, status="invalid", thought=ex.thought,
+                                    error=f"undefined name(s): {', '.join(fixed.unresolved)}", **common)
+                continue
+            code = link_versions(fixed.code, self.ev.template.name, pr.versions) if pr.versions else fixed.code
+            ex = type(ex)(code=code, thought=ex.thought)
+            if fixed.fixes:
+                n_fixed += 1
+                self.rt.emit("repaired", generation=gen, id=common["cid"], fixes=fixed.fixes)
             h = normalized_hash(ex.code)
             dup = h in seen or store.has_hash(h)
             seen.add(h)
@@ -255,7 +215,7 @@ class SearchNodes:
         n_hyper = self._propose_hyper(state, rng, seen)
         store.mark(f"proposed:{gen}")
         self.rt.emit("propose", generation=gen, prompts=len(prompts), replies=len(replies), new=n_ok,
-                     hyper=n_hyper, stop_reason=stop_reason)
+                     hyper=n_hyper, repaired=n_fixed, stop_reason=stop_reason)
         return {"stop_reason": stop_reason} if stop_reason else {}
 
     def _propose_hyper(self, state: RunState, rng: np.random.Generator, seen: set[str]) -> int:
@@ -365,64 +325,6 @@ class SearchNodes:
                      best_id=population[0].id if population else None)
         return {"population": [c.id for c in population], "best_history": history}
 
-    def distill(self, state: RunState) -> RunState:
-        gen, store, kb = state["generation"], self.rt.store, self.rt.kb
-        pop = self._pop(state.get("population", []))
-        run = self.rt.run_id
-        if not store.marker(f"credited:{gen}"):
-            fits = [c.fitness for c in pop if c.fitness is not None]
-            scale = gain_scale(fits)
-            credited = 0
-            for c in store.candidates("generation=? AND operator!='baseline'", (gen,)):
-                if not c.principle_ids or c.status not in ("evaluated",):
-                    continue
-                parents = [store.candidate(p).fitness for p in c.parents]
-                parents = [p for p in parents if p is not None] or [min(fits) if fits else 0.0]
-                gain = offspring_gain(c.fitness if c.ok else -math.inf, parents, scale)
-                kb.credit(c.principle_ids, gain, won=gain > 0, key=f"{run}:{gen}:{c.id}")
-                credited += 1
-            store.mark(f"credited:{gen}", credited)
-        if store.marker(f"distilled:{gen}"):
-            return {"generation": gen + 1}
-        this_gen = store.candidates("generation<=? AND status IN ('evaluated','invalid')", (gen,))
-        elite_ids = {c.id for c in pop[: max(2, len(pop) // 2)]}
-        elites = [c for c in pop if c.id in elite_ids]
-        weak = [c for c in this_gen if c.id not in elite_ids and (not c.ok or c.id not in {p.id for p in pop})]
-        as_dict = lambda c: {"id": c.id, "code": c.code, "fitness": c.fitness if c.ok else None,
-                             "error": scrub(c.error, limit=DISTILL_ERROR_CHARS), "metrics": c.metrics}
-        added = []
-        for text, tags, evidence in contrast_principles([as_dict(c) for c in elites], [as_dict(c) for c in weak]):
-            ids = list(evidence.get("candidate_ids") or [c.id for c in elites])[:10]
-            p = kb.add(text, tags=list(tags), problem=self.ev.name, source="contrast",
-                       provenance={"run_id": run, "generation": gen, "candidate_ids": ids})
-            added.append(p.id)
-        # a run that is stopping (a budget spent) asks the model nothing more
-        if self.cfg.distill and elites and self._model_principles() and not state.get("stop_reason"):
-            pr = render_distill(self.style, evaluator=self.ev, elites=[_view(c) for c in elites[:3]],
-                                weak=[(c.code, scrub(c.error, limit=DISTILL_ERROR_CHARS)
-                                       or f"{self.ev.primary_metric} = {c.objective}")
-                                      for c in weak[-2:] if c.code])
-            try:
-                rep = self._call(pr.messages, self.cfg.seed * 7919 + gen, pr.stop)
-                store.add_prompt(generation=gen, operator="distill", messages=pr.messages, principle_ids=[],
-                                 reply=rep.text, usage={k: v for k, v in rep.to_dict().items() if k != "text"})
-                for text in parse_principles(rep.text, pr.prefix):
-                    p = kb.add(text, tags=[self.ev.name, "model"], problem=self.ev.name, source="model",
-                               provenance={"run_id": run, "generation": gen,
-                                           "candidate_ids": [c.id for c in elites]})
-                    added.append(p.id)
-            except BudgetExceeded as exc:
-                self.rt.emit("budget", reason=str(exc))
-                store.mark(f"distilled:{gen}", added)
-                return {"generation": gen + 1, "stop_reason": _stop_reason(exc)}
-            except LLMError as exc:
-                self.rt.emit("distill_failed", generation=gen, error=str(exc))
-        store.mark(f"distilled:{gen}", added)
-        store.set_meta("wall_before", self.wall_used())
-        self.rt.started = time.time()
-        self.rt.emit("distill", generation=gen, principles=added)
-        return {"generation": gen + 1}
-
     def _early_stop(self, history: list[float]) -> str | None:
         """--target: the best reached the value; --patience: no new best for that many generations
         (``history`` is the running best fitness, one entry per generation)."""
@@ -432,12 +334,6 @@ class SearchNodes:
         if cfg.patience is not None and len(history) > cfg.patience and history[-1] <= history[-1 - cfg.patience]:
             return f"no new best for {cfg.patience} generation(s) (--patience)"
         return None
-
-    def _model_principles(self) -> bool:
-        """Model-written principles: on for chat models; off by default for small base models,
-        whose prose we measured to be mostly noise (contrast principles are always derived)."""
-        mode = self.cfg.model_principles
-        return mode == "on" or (mode == "auto" and self.style == "chat")
 
     def route(self, state: RunState) -> str:
         cfg = self.cfg

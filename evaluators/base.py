@@ -155,6 +155,11 @@ class Evaluator(ABC):
         "statistics", "bisect", "typing", "dataclasses", "numbers", "copy", "fractions", "decimal", "array",
         "enum", "abc", "re",
     )
+    # True: in the sandbox the candidate runs in a process of its own that sees only the slot's
+    # arguments and answers over a pipe (:mod:`hifo.sandbox._slotproc`); for slots called a few
+    # times per instance (each call costs a round trip). The algorithm gets a proxy whose
+    # ``slot_cpu_s`` is the CPU time spent there, for budgets counted in CPU time.
+    slot_process: bool = False
 
     # ---- trusted side -------------------------------------------------------------
     @abstractmethod

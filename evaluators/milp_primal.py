@@ -8,6 +8,8 @@ short dives, each fixing a random 10 % of the integer variables among those with
 the best kept; then the *full* MIP, warm-started from the best dive, for the rest of the
 budget, so a wrong fixing costs time but is never locked in. The budget is CPU seconds of the
 evaluating process and covers the whole pipeline: the LP and the candidate's own running time
+(in the sandbox the heuristic runs in a slot process of its own, ``slot_process = True``, whose
+CPU time the algorithm reads from outside it, :mod:`hifo.sandbox._slotproc`)
 are taken off HiGHS's budget (HiGHS always gets at least 0.05 s), so a slow heuristic pays.
 
 Metrics (per instance; the parent verifies rows, bounds and integrality of the returned vector
@@ -120,6 +122,7 @@ def run_primal_heuristic(heuristic: Callable[..., Any], inst: MILPInstance, time
                          fix_threshold: float = FIX_THRESHOLD, seed: int = 0) -> dict[str, Any]:
     start = cpu_now()
     lp = solve_lp(inst)
+    slot_before = _slot_cpu(heuristic)
     values, confidence = heuristic(lp.x.copy(), lp.reduced_cost.copy(), inst.c.copy(), inst.A.copy(),
                                    inst.row_lo.copy(), inst.row_hi.copy(), inst.lb.copy(),
                                    inst.ub.copy(), inst.is_int.copy())
@@ -127,11 +130,22 @@ def run_primal_heuristic(heuristic: Callable[..., Any], inst: MILPInstance, time
     confidence = np.asarray(confidence, float).reshape(-1)
     if values.shape != (inst.n_vars,) or confidence.shape != (inst.n_vars,):
         raise ValueError(f"heuristic must return two arrays of shape ({inst.n_vars},)")
-    spent = cpu_now() - start  # the LP and the heuristic count against the budget
+    # the LP and the heuristic count against the budget (in its own slot process, its CPU time there)
+    spent = cpu_now() - start + max(_slot_cpu(heuristic) - slot_before, 0.0)
     res = dive_and_solve(inst, values, confidence, fix_threshold, max(time_limit - spent, 0.05),
                          t_offset=spent, seed=seed)
     return {"x": None if res.x is None else res.x.tolist(), "stage": res.stage,
             "n_fixed": res.n_fixed, "trajectory": [[float(t), float(o)] for t, o in res.trajectory]}
+
+
+def _slot_cpu(heuristic: Any) -> float:
+    """CPU seconds the sandbox's slot process has spent (0 for an in-process function). Clamped
+    by the caller to a non-negative difference: a candidate object offering its own
+    ``slot_cpu_s`` can only charge itself more."""
+    try:
+        return float(getattr(heuristic, "slot_cpu_s", 0.0))
+    except Exception:
+        return 0.0
 
 
 def score_primal(instance: dict, solution: Any) -> dict[str, float]:
@@ -195,6 +209,7 @@ class MILPPrimal(Evaluator):
         "lp_hint_only": {"train": {"primal_integral": 0.35}},
     }
     tags = ("milp", "primal heuristic", "highs", "neural diving")
+    slot_process = True  # called once per instance: the candidate runs in a process of its own
 
     def load_instances(self, instance_set: str) -> list[dict]:
         return list(_load(instance_set))

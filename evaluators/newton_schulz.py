@@ -226,6 +226,7 @@ class NewtonSchulzSchedule(Evaluator):
                            "test": {"objective": 1.2603, "ortho_error": 0.3853, "val_loss": 0.7249}},
     }
     tags = ("optimizer", "muon", "newton-schulz", "orthogonalization", "torch")
+    slot_process = True  # called once per matrix shape: the candidate runs in a process of its own (sandbox/_slotproc.py)
 
     def load_instances(self, instance_set: str) -> list[NSInstance]:
         return list(_load(instance_set))

@@ -8,7 +8,16 @@ tasks and seeds.
 
 Trust. The child trains and returns the final parameters only. The parent loads them into a
 fresh model and computes the validation (and training) loss itself on the validation split,
-which never enters the sandbox. So a candidate cannot report its own fitness; forged, missing,
+which never enters the sandbox. Which data are held out is decided in the parent by
+:func:`held_out_seed` (the digits permutation, the seed of the corpus's validation stream), which
+the child is never sent: the instance carries the training data it selects, not the seed. So the
+public split (permutation seed 0, stream seed 2) that a candidate could rebuild is not the one it
+is judged on. The default seed is a constant of this module (the candidate cannot reach it
+through the slot fence); set ``HIFO_HELDOUT_SEED`` in the parent for one that is not in any source
+(the child's environment is an allowlist; the figures below then change). For the digits the
+validation images remain the complement of the training images the child holds, so a candidate
+that could load sklearn's digits could still find them; the slot fence (no sklearn, no file
+reads) is what stops that. So a candidate cannot report its own fitness; forged, missing,
 mis-shaped or non-finite parameters are rejected (``InfeasibleSolution``); whatever parameters
 come back are judged on data the candidate never saw. What this cannot prove is that the
 parameters came from exactly ``steps`` updates: a candidate that tampers with the trusted loop
@@ -19,6 +28,7 @@ CPU and time limits (and it would still be judged on held-out data).
 from __future__ import annotations
 
 import math
+import os
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -99,11 +109,29 @@ def _source(body: str) -> str:
     return _TEMPLATE.source(body)
 
 
+HELD_OUT_SEED_ENV = "HIFO_HELDOUT_SEED"
+_DEFAULT_HELD_OUT_SEED = 20_131  # not the public split's seeds (0 for the digits, 2 for the corpus)
+
+
+def held_out_seed() -> int:
+    """The parent's seed for what is held out (read where the parent loads and scores; never sent)."""
+    raw = os.environ.get(HELD_OUT_SEED_ENV, "").strip()
+    if not raw:
+        return _DEFAULT_HELD_OUT_SEED
+    try:
+        seed = int(raw)
+    except ValueError:
+        raise ValueError(f"{HELD_OUT_SEED_ENV} must be an integer, got {raw!r}") from None
+    if seed < 0 or seed == 1:  # 1 seeds the corpus's training stream
+        raise ValueError(f"{HELD_OUT_SEED_ENV} must be a non-negative integer other than 1, got {seed}")
+    return seed
+
+
 @lru_cache(maxsize=None)
-def _load(instance_set: str) -> tuple[TrainingRun, ...]:
+def _load(instance_set: str, seed: int) -> tuple[TrainingRun, ...]:
     if instance_set not in RUNS:
         raise OptimizerUpdate.unknown_instance_set(instance_set, RUNS)
-    return tuple(TrainingRun.make(*spec) for spec in RUNS[instance_set])
+    return tuple(TrainingRun.make(*spec, held_out_seed=seed) for spec in RUNS[instance_set])
 
 
 class OptimizerUpdate(Evaluator):
@@ -139,20 +167,21 @@ class OptimizerUpdate(Evaluator):
     limits = Limits(timeout_s=240.0, cpu_s=300, memory_mb=8192)  # torch needs a large address space
     baselines = {"muon": _source(_MUON_BODY), "adamw": _source(_ADAMW_BODY),
                  "sgd_momentum": _source(_SGD_BODY)}
-    # Measured in-process, one torch thread, float32 (the train figures are re-measured by
-    # tests/evaluators/test_optimizer_update.py, the test figures by its slow test).
+    # Measured in-process, one torch thread, float32, on the split of the default held_out_seed() (the
+    # train figures are re-measured by tests/evaluators/test_optimizer_update.py, the test figures by
+    # its slow test).
     reference_figures = {
-        "muon": {"train": {"val_loss": 1.2820, "val_accuracy": 0.6018},
-                 "test": {"val_loss": 0.7426, "val_accuracy": 0.7670}},
-        "adamw": {"train": {"val_loss": 1.3784, "val_accuracy": 0.5586},
-                  "test": {"val_loss": 0.7699, "val_accuracy": 0.7595}},
-        "sgd_momentum": {"train": {"val_loss": 1.4051, "val_accuracy": 0.5418},
-                         "test": {"val_loss": 0.9255, "val_accuracy": 0.7026}},
+        "muon": {"train": {"val_loss": 1.3077, "val_accuracy": 0.5857},
+                 "test": {"val_loss": 0.7676, "val_accuracy": 0.7640}},
+        "adamw": {"train": {"val_loss": 1.3904, "val_accuracy": 0.5506},
+                  "test": {"val_loss": 0.8259, "val_accuracy": 0.7439}},
+        "sgd_momentum": {"train": {"val_loss": 1.4397, "val_accuracy": 0.5263},
+                         "test": {"val_loss": 0.9934, "val_accuracy": 0.6777}},
     }
     tags = ("optimizer", "muon", "adamw", "deep learning", "torch")
 
     def load_instances(self, instance_set: str) -> list[TrainingRun]:
-        return list(_load(instance_set))
+        return list(_load(instance_set, held_out_seed()))
 
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: TrainingRun) -> dict[str, Any]:
@@ -171,7 +200,7 @@ class OptimizerUpdate(Evaluator):
         if not isinstance(solution, dict) or "params" not in solution:
             raise InfeasibleSolution(f"{instance.task}: the solution must be a dict with 'params'")
         try:
-            metrics = held_out_metrics(instance.task, solution["params"])
+            metrics = held_out_metrics(instance.task, solution["params"], held_out_seed())
         except ValueError as exc:
             raise InfeasibleSolution(f"{instance.task} seed {instance.seed}: {exc}") from None
         if not all(map(_finite, metrics.values())):

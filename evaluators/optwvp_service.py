@@ -157,6 +157,7 @@ class OPTWVPService(Evaluator):
         "equal_share": {"train": {"gap_percent": 57.426}},
     }
     tags = ("routing", "orienteering", "scheduling", "linear programming", "decost")
+    slot_process = True  # called once per route: the candidate runs in a process of its own (sandbox/_slotproc.py)
 
     def load_instances(self, instance_set: str) -> list[ServiceTask]:
         return list(_load(instance_set))

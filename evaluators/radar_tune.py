@@ -234,6 +234,7 @@ class RadarTune(Evaluator):
                       "tsplib": {"gap_percent": 30.91}},
     }
     tags = ("routing", "atsp", "asymmetric", "neural", "radar", "hyperparameters")
+    slot_process = True  # called once per instance: the candidate runs in a process of its own (sandbox/_slotproc.py)
 
     def load_instances(self, instance_set: str) -> list[RadarTask]:
         return list(_load(instance_set))

@@ -5,9 +5,12 @@ places of each generation:
 
 * **recall** — ``kb.recall(problem, description, k)`` returns the principles most worth putting in the
   prompt (quality, relevance, recency, same-problem bonus; see `hifo.knowledge_base.ranking`);
+* **propose** — each prompt gets its own Thompson-sampled subset of the recalled pool, every fourth
+  prompt none at all (a control arm): `hifo.knowledge_base.bandit.assign_subsets`;
 * **distill** — ``kb.add(text, tags, problem, source, provenance)`` stores what was learned (merging
-  near-duplicates), and ``kb.credit(ids, gain, won)`` credits the principles that were in each
-  offspring's prompt with its gain over its parents (`offspring_gain`, see `hifo.knowledge_base.credit`).
+  near-duplicates), and `hifo.knowledge_base.bandit.credit_generation` credits the principles of each
+  offspring's prompt with its gain centred on the generation's other offspring (``kb.credit``);
+  ``kb.retire_harmful()`` retires only principles whose credit is confidently negative.
 
 `contrast_principles` states model-free hindsight from elites versus weak and failed candidates, so a
 small model's run still learns something.  ``hifo principles …`` (`hifo.knowledge_base.cli.principles_app`)
@@ -41,9 +44,12 @@ from .principle import SOURCES, STATUSES, Principle, Provenance
 from .ranking import RecallWeights
 from .similarity import DEFAULT_MERGE_THRESHOLD, similarity
 from .store import KnowledgeBase
+from .bandit import assign_subsets, credit_generation
 
 __all__ = [
     "KnowledgeBase",
+    "assign_subsets",
+    "credit_generation",
     "KnowledgeBaseError",
     "PrincipleNotFound",
     "Principle",

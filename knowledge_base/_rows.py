@@ -17,7 +17,7 @@ from .similarity import Fingerprint, fingerprint, similarity
 MAX_TEXT_CHARS = 4000
 COLUMNS = (
     "id, text, tags, problem, source, utility, uses, wins, support, "
-    "created_at, updated_at, last_used_at, status, merged_into"
+    "created_at, updated_at, last_used_at, status, merged_into, credit_n, credit_sum, credit_sq"
 )
 _MAX_MERGE_HOPS = 64
 
@@ -28,12 +28,12 @@ class PrincipleNotFound(LookupError):
 
 def _row_to_principle(row: tuple, provenance: list[Provenance]) -> Principle:
     (pid, text, tags, problem, source, utility, uses, wins, support,
-     created_at, updated_at, last_used_at, status, merged_into) = row
+     created_at, updated_at, last_used_at, status, merged_into, credit_n, credit_sum, credit_sq) = row
     return Principle(
         id=pid, text=text, tags=json.loads(tags), problem=problem, source=source,
         provenance=provenance, utility=utility, uses=uses, wins=wins, support=support,
         created_at=created_at, updated_at=updated_at, last_used_at=last_used_at,
-        status=status, merged_into=merged_into,
+        status=status, merged_into=merged_into, credit_n=credit_n, credit_sum=credit_sum, credit_sq=credit_sq,
     )
 
 
@@ -120,9 +120,10 @@ def new_id(conn: sqlite3.Connection, text: str = "", problem: str | None = None)
 
 def insert(conn: sqlite3.Connection, p: Principle) -> None:
     conn.execute(
-        f"INSERT INTO principles ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO principles ({COLUMNS}) VALUES ({', '.join('?' * 17)})",
         (p.id, p.text, json.dumps(p.tags), p.problem, p.source, p.utility, p.uses, p.wins, p.support,
-         p.created_at, p.updated_at, p.last_used_at, p.status, p.merged_into),
+         p.created_at, p.updated_at, p.last_used_at, p.status, p.merged_into, p.credit_n, p.credit_sum,
+         p.credit_sq),
     )
     for prov in p.provenance:
         insert_provenance(conn, p.id, prov)

@@ -6,7 +6,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_S = 30.0
 
 
@@ -73,8 +73,16 @@ CREATE TRIGGER principles_fts_update AFTER UPDATE OF text, tags ON principles BE
 END;
 """
 
+# v2: sufficient statistics of the centred credit each principle received (count, sum, sum of squares),
+# so that sampling (`hifo.knowledge_base.bandit`) and retirement can use a mean and its uncertainty.
+_DDL_V2 = """
+ALTER TABLE principles ADD COLUMN credit_n INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE principles ADD COLUMN credit_sum REAL NOT NULL DEFAULT 0.0;
+ALTER TABLE principles ADD COLUMN credit_sq REAL NOT NULL DEFAULT 0.0;
+"""
+
 # version reached -> script that upgrades from the version before it
-_MIGRATIONS: dict[int, str] = {1: _DDL_V1}
+_MIGRATIONS: dict[int, str] = {1: _DDL_V1, 2: _DDL_V2}
 
 
 def default_kb_path() -> Path:

@@ -166,10 +166,10 @@ def _update(conn: sqlite3.Connection, current: Principle, record: Principle, now
         conn.execute(
             "UPDATE principles SET text = ?, tags = ?, problem = ?, source = ?, utility = ?, uses = ?, "
             "wins = ?, support = ?, created_at = ?, updated_at = ?, last_used_at = ?, status = ?, "
-            "merged_into = ? WHERE id = ?",
+            "merged_into = ?, credit_n = ?, credit_sum = ?, credit_sq = ? WHERE id = ?",
             (record.text, json.dumps(record.tags), record.problem, record.source, record.utility, record.uses,
              record.wins, record.support, record.created_at, record.updated_at, record.last_used_at,
-             status, merged_into, current.id),
+             status, merged_into, record.credit_n, record.credit_sum, record.credit_sq, current.id),
         )
         changed = True
     return "updated" if changed else "unchanged"

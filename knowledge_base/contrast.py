@@ -8,7 +8,7 @@ in the same order.
 
 Rules (defaults in brackets):
 
-* **binary features** — a function ``np.X`` / ``math.X`` called, division, powers, exponentials,
+* **binary features** (scored candidates only: failures are left out of every feature contrast) — a function ``np.X`` / ``math.X`` called, division, powers, exponentials,
   logarithms, branching (``if``, conditional expressions, ``np.where``/``np.select``), loops and
   comprehensions, tiny (0 < |c| < 0.01) or large (|c| ≥ 100) numeric constants, each argument of the
   entry function being used.  "Scored better" when the share among elites exceeds the share among weak
@@ -346,6 +346,10 @@ def contrast_principles(
     if not 0 < min_difference <= 1:
         raise ValueError("min_difference must lie in (0, 1]")
     findings = _error_findings(list(elites) + list(weak), min_error_count)
-    findings += _feature_findings(list(elites), list(weak), min_support, min_difference)
+    # design features are contrasted between *scored* candidates only: a crash says nothing about a design
+    # feature (issue 12: crashed offspring taught "shorter heuristics scored better"); failures feed the
+    # error advice above instead
+    scored = lambda cs: [c for c in cs if not _failed(c)]
+    findings += _feature_findings(scored(elites), scored(weak), min_support, min_difference)
     findings.sort(key=lambda item: item[0])
     return [finding for _, finding in findings[: max(0, max_principles)]]

@@ -137,6 +137,9 @@ class Principle:
     it and ``wins`` those that beat their best parent.  ``support`` counts how many distinct statements
     (provenance records) were merged into it.  ``merged_into`` is set on a retired duplicate and names
     the principle that absorbed it.
+    ``credit_n`` / ``credit_sum`` / ``credit_sq`` are the count, sum and sum of squares of the *centred*
+    credit it received (gain against the generation's reference, see `hifo.knowledge_base.bandit`);
+    sampling and retirement read them.
     """
 
     id: str
@@ -154,6 +157,14 @@ class Principle:
     last_used_at: float | None = None
     status: str = "active"
     merged_into: str | None = None
+    credit_n: int = 0
+    credit_sum: float = 0.0
+    credit_sq: float = 0.0
+
+    @property
+    def credit_mean(self) -> float:
+        """Mean centred credit (0 before any use); see `hifo.knowledge_base.bandit`."""
+        return self.credit_sum / self.credit_n if self.credit_n else 0.0
 
     @property
     def win_rate(self) -> float:
@@ -186,6 +197,9 @@ class Principle:
             "last_used_at": self.last_used_at,
             "status": self.status,
             "merged_into": self.merged_into,
+            "credit_n": self.credit_n,
+            "credit_sum": self.credit_sum,
+            "credit_sq": self.credit_sq,
         }
 
     @classmethod
@@ -220,4 +234,7 @@ class Principle:
             last_used_at=None if data.get("last_used_at") is None else float(data["last_used_at"]),
             status=check_status(data.get("status", "active")),
             merged_into=data.get("merged_into"),
+            credit_n=int(data.get("credit_n", 0)),
+            credit_sum=float(data.get("credit_sum", 0.0)),
+            credit_sq=float(data.get("credit_sq", 0.0)),
         )

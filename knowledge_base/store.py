@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from . import _rows, _transfer
+from . import _rows, _transfer, bandit
 from ._rows import PrincipleNotFound
 from ._schema import SCHEMA_VERSION, KnowledgeBaseError, connect, default_kb_path
 from .credit import DEFAULT_ALPHA, update_utility
@@ -132,8 +132,10 @@ class KnowledgeBase:
         """Credit the principles that were in an offspring's prompt with its gain.
 
         For each distinct principle (merged ids are followed to the survivor): ``uses += 1``,
-        ``wins += won``, ``utility = utility + alpha · (clip(gain, -1, 1) - utility)``, and
-        ``last_used_at = updated_at = now``.  With a ``key``, a second call with the same key is a no-op
+        ``wins += won``, ``utility = utility + alpha · (clip(gain, -1, 1) - utility)``, the credit
+        statistics ``credit_n``/``credit_sum``/``credit_sq`` take ``clip(gain, -1, 1)``, and
+        ``last_used_at = updated_at = now``.  ``gain`` should be centred against a fair reference
+        (`hifo.knowledge_base.bandit.credit_generation` does that).  With a ``key``, a second call with the same key is a no-op
         (a resumed run may replay its step).  Unknown ids raise `PrincipleNotFound` and credit nothing.
         """
         ids = [principle_ids] if isinstance(principle_ids, str) else list(principle_ids)
@@ -146,10 +148,12 @@ class KnowledgeBase:
             targets = list(dict.fromkeys(_rows.resolve_id(conn, pid) for pid in ids))
             for pid in targets:
                 (utility,) = conn.execute("SELECT utility FROM principles WHERE id = ?", (pid,)).fetchone()
+                g = max(-1.0, min(1.0, float(gain)))
                 conn.execute(
                     "UPDATE principles SET uses = uses + 1, wins = wins + ?, utility = ?, "
+                    "credit_n = credit_n + 1, credit_sum = credit_sum + ?, credit_sq = credit_sq + ?, "
                     "last_used_at = ?, updated_at = ? WHERE id = ?",
-                    (int(bool(won)), update_utility(utility, gain, self.alpha), now, now, pid),
+                    (int(bool(won)), update_utility(utility, gain, self.alpha), g, g * g, now, now, pid),
                 )
             if key is not None:
                 conn.execute(
@@ -172,7 +176,8 @@ class KnowledgeBase:
 
     def prune(self, min_uses: int = 5, max_utility: float = 0.0, *, dry_run: bool = False) -> list[str]:
         """Retire (never delete) active principles used at least ``min_uses`` times whose utility is
-        at most ``max_utility``; returns their ids, sorted.  ``dry_run`` only reports them."""
+        at most ``max_utility``; returns their ids, sorted.  ``dry_run`` only reports them.  A manual
+        tool (``hifo principles prune``); searches use `retire_harmful`, which needs statistical evidence."""
         if min_uses < 1:
             raise ValueError("min_uses must be >= 1: a principle never tried has not failed yet")
         with self._write() as conn:
@@ -180,6 +185,21 @@ class KnowledgeBase:
                 "SELECT id FROM principles WHERE status = 'active' AND uses >= ? AND utility <= ? ORDER BY id",
                 (min_uses, max_utility),
             )]
+            if not dry_run:
+                _rows.set_status(conn, ids, "retired", self._clock())
+            return ids
+
+    def retire_harmful(self, min_uses: int = bandit.RETIRE_MIN_USES, z: float = bandit.RETIRE_Z, *,
+                       dry_run: bool = False) -> list[str]:
+        """Retire (never delete) active principles whose centred credit is confidently negative:
+        at least ``min_uses`` credited uses (across runs) and ``mean + z·sd/√n < 0``
+        (`hifo.knowledge_base.bandit.is_harmful`).  Returns their ids, sorted."""
+        if min_uses < 2:
+            raise ValueError("min_uses must be >= 2: a confidence bound needs a spread")
+        with self._write() as conn:
+            rows = conn.execute("SELECT id, credit_n, credit_sum, credit_sq FROM principles "
+                                "WHERE status = 'active' ORDER BY id").fetchall()
+            ids = [pid for pid, n, s, q in rows if bandit.is_harmful(n, s, q, min_uses=min_uses, z=z)]
             if not dry_run:
                 _rows.set_status(conn, ids, "retired", self._clock())
             return ids

@@ -13,7 +13,8 @@ Order of the layers, each failing closed (the candidate never runs if one cannot
    uid, which clears every capability; then ``RLIMIT_NPROC`` (enforced now we are not root);
 6. ``PR_SET_NO_NEW_PRIVS``, then the seccomp filter (:mod:`hifo.sandbox._seccomp`);
 7. stdio wrappers with output caps, the instances unpickled, the candidate executed
-   (:mod:`hifo.sandbox._execute`), the JSON result written on the result pipe, "done" sent to the
+   (:mod:`hifo.sandbox._execute`; one progress byte on the result pipe before the first instance
+   and after each, which the parent timestamps), the JSON result written on the result pipe, "done" sent to the
    zygote, and ``os._exit`` (no atexit hook or finaliser of the candidate runs).
 """
 
@@ -109,6 +110,14 @@ def run_candidate(job: dict[str, Any], fds: list[int], sock: socket.socket, conf
     reserve = bytearray(256 * 1024)  # released on MemoryError so the result can still be written
     _isolate_stdio(limits["max_output_bytes"])
     sys.argv = ["hifo-sandbox", str(result_fd)]
+    slot = None
+    if (payload.get("fence") or {}).get("process"):  # before the instances exist as objects here
+        from . import _slotproc
+
+        try:
+            slot = _slotproc.fork(payload, (result_fd, sock.fileno()), limits)
+        except Exception as exc:
+            _finish(result_fd, sock, "error", [], f"sandbox setup failed: slot process: {_execute.one_line(exc)}")
     try:
         instances = pickle.loads(payload["instances"])
     except MemoryError:
@@ -120,9 +129,18 @@ def run_candidate(job: dict[str, Any], fds: list[int], sock: socket.socket, conf
         _finish(result_fd, sock, "error", [], reason)
     del payload["instances"]
     outcome = _execute.execute(payload["code"], payload["entry"], payload["solver"], instances, limits,
-                               fence=payload.get("fence"), audit=True)
+                               fence=payload.get("fence"), audit=True, progress=lambda mark: _mark(result_fd, mark),
+                               slot=slot)
     del reserve
-    _finish(result_fd, sock, outcome["status"], outcome["parts"], outcome["error"], outcome.get("instance_s"))
+    _finish(result_fd, sock, outcome["status"], outcome["parts"], outcome["error"])
+
+
+def _mark(result_fd: int, mark: bytes) -> None:
+    """One progress byte on the result pipe (see ``_execute.MARK_*``), timestamped by the parent."""
+    try:
+        _write_all(result_fd, mark)
+    except OSError:
+        os._exit(3)
 
 
 def _setup_descriptors(out_fd: int, err_fd: int, keep: set[int]) -> None:
@@ -198,15 +216,14 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _finish(result_fd: int, sock: socket.socket, status: str, parts: list[str], error: str | None,
-            instance_s: list[float] | None = None) -> None:
+def _finish(result_fd: int, sock: socket.socket, status: str, parts: list[str], error: str | None) -> None:
     """Write the result, tell the zygote, leave at once (no atexit hooks or finalisers run).
 
     A process the candidate forked comes back here too when its copy of the candidate returns:
     it leaves without writing, so only the candidate itself reports."""
     if os.getpid() != _CANDIDATE_PID:
         os._exit(0 if status == "ok" else 1)
-    head = json.dumps({"status": status, "error": error, "instance_s": instance_s or []})[:-1]
+    head = json.dumps({"status": status, "error": error})[:-1]
     body = (head + ',"solutions":[' + ",".join(parts) + "]}").encode("utf-8", "replace")
     try:
         _write_all(result_fd, body)

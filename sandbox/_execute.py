@@ -20,6 +20,9 @@ from typing import Any, Callable
 
 CANDIDATE_FILE = "<candidate>"
 CANDIDATE_MODULE = "hifo_candidate"
+# Progress marks on the result pipe, ahead of the JSON result (which starts with "{"): the parent
+# timestamps each on arrival, so per-instance times are measured outside the child.
+MARK_BEGIN, MARK_INSTANCE = b"\x02", b"\x01"
 _MAX_MESSAGE = 500  # characters of an exception message kept in a reason
 _MAX_FRAMES = 3
 
@@ -42,13 +45,20 @@ def execute(
     catch: type[BaseException] | tuple[type[BaseException], ...] = BaseException,
     fence: dict[str, Any] | None = None,
     audit: bool = False,
+    progress: Callable[[bytes], None] | None = None,
+    slot: Any = None,
 ) -> dict[str, Any]:
     """Run the whole job; return ``{"status", "parts", "error", "instance_s"}``.
 
     ``fence`` (``{"imports": [...]}``, from the evaluator's slot) loads the candidate under
     :mod:`hifo.sandbox._fence`; ``audit`` also installs its audit hook (the sandbox child only:
     the hook can never be removed from a process). ``instance_s``: seconds per instance,
-    measured here around each solver call, for the parent to check against its limit.
+    measured here around each solver call (the in-process executor's timings; the sandbox parent
+    times instances itself from ``progress`` marks). ``progress``: called with :data:`MARK_BEGIN`
+    right before the first instance and :data:`MARK_INSTANCE` as soon as each solver call returns;
+    the child writes them on the result pipe, where the parent timestamps them on its own clock.
+    ``slot``: a :class:`hifo.sandbox._slotproc.SlotProxy` whose process loads and runs the
+    candidate; the solver gets the proxy instead of the function.
 
     ``parts`` holds one compact JSON text per instance (empty unless the status is "ok");
     each solution is encoded as soon as the solver returns it, so later mutation by the
@@ -60,11 +70,20 @@ def execute(
             from . import _fence
 
             _fence.install()
-        function = _guarded(lambda: load_candidate(code, entry, fence), "while loading the candidate", limits, catch)
+        if slot is not None:
+            function = _guarded(slot.ready, "while loading the candidate", limits, catch)
+        else:
+            function = _guarded(lambda: load_candidate(code, entry, fence), "while loading the candidate", limits,
+                                catch)
         times: list[float] = []
-        parts = run_instances(solver, function, instances, limits, catch, times, fenced=fence is not None)
+        parts = run_instances(solver, function, instances, limits, catch, times, fenced=fence is not None,
+                              progress=progress)
     except JobFailure as failure:
+        if slot is not None:
+            slot.close()
         return {"status": failure.status, "parts": [], "error": failure.reason, "instance_s": []}
+    if slot is not None:
+        slot.close()
     return {"status": "ok", "parts": parts, "error": None, "instance_s": times}
 
 
@@ -148,15 +167,20 @@ def run_instances(
     catch: type[BaseException] | tuple[type[BaseException], ...] = BaseException,
     times: list[float] | None = None,
     fenced: bool = False,
+    progress: Callable[[bytes], None] | None = None,
 ) -> list[str]:
     """Call ``solver(function, instance)`` for each instance; JSON-encode each solution."""
     cap = int(limits.get("max_solution_bytes") or 0)
     parts: list[str] = []
     total = 2  # the enclosing brackets
+    if progress is not None:
+        progress(MARK_BEGIN)
     for index, instance in enumerate(instances):
         where = f"on instance {index}"
         started = time.perf_counter()
         solution = _guarded(lambda: solver(function, instance), where, limits, catch)
+        if progress is not None:
+            progress(MARK_INSTANCE)
         if times is not None:
             times.append(time.perf_counter() - started)
         if fenced:

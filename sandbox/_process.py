@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _wire
+from ._marks import Marks, instance_seconds  # noqa: F401  (instance_seconds: re-exported)
 from ._child import PASS_THROUGH_ENV, SINGLE_THREAD_ENV, child_env  # noqa: F401  (re-exported)
 from ._launch import LOAD_PACKAGE, launcher_argv  # noqa: F401  (LOAD_PACKAGE: re-exported)
 from ._spec import ZygoteSpec  # noqa: F401  (re-exported)
@@ -52,6 +53,10 @@ class ProcessOutcome:
     result: bytes  # what arrived on the result pipe (at most cap + 1 bytes)
     result_overflow: bool
     lost: bool = False  # the zygote died while the candidate ran
+    # the parent's clock (time.monotonic) at the arrival of each progress mark of the child:
+    # [begin, end of instance 0, end of instance 1, ...]; see :func:`hifo.sandbox._marks.instance_seconds`
+    marks: list[float] = dataclasses.field(default_factory=list)
+    overtime: str | None = None  # the parent killed the candidate: an instance ran over its limit
 
 
 # Zygotes are launched from one long-lived thread: bubblewrap's --die-with-parent and setpriv's
@@ -188,6 +193,8 @@ class Zygote:
         assert self.ctl is not None
         received = bytearray()
         started, overflow, done = False, False, None
+        marks, overtime = Marks(), None
+        limits = tuple(job.instance_limits_s)
         deadline = time.monotonic() + ACCEPT_S
         sel = selectors.DefaultSelector()
         os.set_blocking(read_fd, False)
@@ -195,15 +202,28 @@ class Zygote:
         sel.register(read_fd, selectors.EVENT_READ, "result")
         try:
             while done is None:
-                remaining = deadline - time.monotonic()
+                now = time.monotonic()
+                remaining = deadline - now
                 if remaining <= 0:  # the zygote did not answer in time: kill it whole
                     self.close()
                     if not started:
                         raise ZygoteLost("the warm worker did not accept the job")
                     return ProcessOutcome(None, 0.0, True, None, b"", False)
+                index = len(marks.times) - 1  # the instance now running, once the child has begun
+                limit = limits[index] if 0 <= index < len(limits) and not marks.done else None
+                if limit is not None and overtime is None:
+                    over = now - (marks.times[-1] + limit)
+                    if over >= 0:  # timed here, from outside the child: kill it now
+                        overtime = (f"overtime: instance {index} still running after {now - marks.times[-1]:.2f} s, "
+                                    f"over its {limit:.2f} s limit (timed and killed by the parent)")
+                        self._send({"op": "kill", "reason": overtime})
+                    else:
+                        remaining = min(remaining, -over)
                 for key, _ in sel.select(remaining):
                     if key.data == "result":
-                        if _read_into(read_fd, received, cap) == "eof":
+                        state = _read_into(read_fd, received, cap)
+                        marks.take(received)
+                        if state == "eof":
                             sel.unregister(read_fd)
                         if len(received) > cap and not overflow:
                             overflow = True
@@ -227,16 +247,23 @@ class Zygote:
             sel.close()
         if not overflow:
             drain(read_fd, received, cap)
+            marks.take(received)
             overflow = len(received) > cap
         cancelled = done.get("cancelled")
         rc = done.get("returncode")
+        if overtime is not None and cancelled == overtime:
+            cancelled = None
+        else:
+            overtime = None  # the candidate had finished before the kill arrived
         return ProcessOutcome(
             returncode=rc if isinstance(rc, int) else None,
             cpu_s=float(done.get("cpu_s") or 0.0),
             timed_out=bool(done.get("timed_out")),
             cancelled=None if overflow or not isinstance(cancelled, str) else cancelled,
-            result=bytes(received),
+            result=bytes(received[marks.scanned:]),
             result_overflow=overflow,
+            marks=list(marks.times),
+            overtime=overtime,
         )
 
     # ---- helpers ---------------------------------------------------------------------------

@@ -46,6 +46,10 @@ class Job:
     # The slot fence (:mod:`hifo.sandbox._fence`): ``{"imports": [module, ...]}`` the candidate may
     # import; None runs the candidate unfenced (a plain solver with no algorithm state to protect).
     fence: dict[str, Any] | None = None
+    # Seconds each instance may take (None: no limit), enforced by the parent on its own clock from
+    # the child's progress marks: an instance still running past its limit gets the candidate killed
+    # at once (status "timeout", reason "overtime: ..."). Empty: only ``limits.timeout_s`` applies.
+    instance_limits_s: tuple[float | None, ...] = ()
 
 
 @dataclass
@@ -58,7 +62,9 @@ class SandboxResult:
     wall_s: float = 0.0
     isolation: dict[str, Any] = field(default_factory=dict)  # which layers were applied
     output_truncated: bool = False  # stdout/stderr went over max_output_bytes; the rest was dropped
-    instance_s: list[float] = field(default_factory=list)  # seconds per instance, timed in the child
+    # seconds per instance; from the sandbox: timed by the parent between the child's progress marks
+    # (its own clock, from outside the child); from InProcessExecutor: timed in the calling process
+    instance_s: list[float] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -19,7 +19,7 @@ from typing import Any, Callable, get_args
 
 from ._layers import LAYERS, IsolationPlan, resolve
 from ._pool import WarmPool, start_zygote, stop_zygote
-from ._process import ProcessOutcome, Zygote, ZygoteLost, ZygoteSpec, child_env
+from ._process import ProcessOutcome, Zygote, ZygoteLost, ZygoteSpec, child_env, instance_seconds
 from .job import Job, SandboxResult, Status
 
 STATUSES = frozenset(get_args(Status))
@@ -129,7 +129,8 @@ def _run(job: Job, on_start: Callable[[JobHandle], None] | None, plan: Isolation
             stop_zygote(zygote)
         stdout, stderr, truncated = read_capped_output(out.fileno(), err.fileno(), job.limits.max_output_bytes)
     status, solutions, error = classify(outcome, job)
-    instance_s = instance_times(outcome.result) if status == "ok" else []
+    # timed here, on the parent's clock, between the child's progress marks (never the child's numbers)
+    instance_s = instance_seconds(outcome.marks) if status == "ok" else []
     return SandboxResult(
         status=status,
         solutions=solutions,
@@ -196,6 +197,8 @@ def _result_cap(job: Job) -> int:
 def classify(outcome: ProcessOutcome, job: Job) -> tuple[Status, list[Any], str | None]:
     """Map exit status, signals and the result channel to (status, solutions, reason)."""
     limits = job.limits
+    if outcome.overtime:
+        return "timeout", [], outcome.overtime
     if outcome.cancelled:
         return "error", [], f"cancelled: {outcome.cancelled}"
     if outcome.timed_out:
@@ -247,20 +250,6 @@ def parse_result(data: bytes, n_instances: int) -> tuple[Status, list[Any], str 
             raise ValueError(f"{len(solutions)} solutions for {n_instances} instances")
         return "ok", solutions, None
     return status, [], error or f"child reported {status!r} without a reason"
-
-
-def instance_times(data: bytes) -> list[float]:
-    """Per-instance seconds the child reported. Only the head is decoded again: for status "ok" the
-    child writes ``{"status", "error": null, "instance_s"}`` before the solutions, no candidate text."""
-    head, sep, _ = data.partition(b',"solutions":[')
-    try:
-        times = json.loads(head.decode("utf-8") + "}", parse_constant=_reject_constant).get("instance_s") or [] \
-            if sep else []
-    except ValueError:
-        return []
-    if not isinstance(times, list) or not all(isinstance(t, (int, float)) for t in times):
-        return []
-    return [float(t) for t in times]
 
 
 def read_capped_output(out_fd: int, err_fd: int, cap: int) -> tuple[str, str, bool]:

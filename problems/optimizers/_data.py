@@ -33,13 +33,18 @@ class Split:
         return len(self.inputs)
 
 
+DIGITS_SPLIT_SEED, MARKOV_VAL_SEED = 0, 2  # the public defaults (an evaluator may hold its own, secret ones)
+
+
 @lru_cache(maxsize=None)
-def digits(which: str) -> Split:
-    """``"train"`` or ``"val"`` split of sklearn's digits, ``float32`` pixels in ``[0, 1]``."""
+def digits(which: str, split_seed: int = DIGITS_SPLIT_SEED) -> Split:
+    """``"train"`` or ``"val"`` split of sklearn's digits, ``float32`` pixels in ``[0, 1]``.
+
+    ``split_seed`` draws the permutation that decides which images are held out."""
     from sklearn.datasets import load_digits  # imported lazily: only the trusted side needs it
 
     data = load_digits()
-    order = np.random.default_rng(0).permutation(len(data.target))
+    order = np.random.default_rng(split_seed).permutation(len(data.target))
     X = (data.data[order] / 16.0).astype(np.float32)
     y = data.target[order].astype(np.int64)
     if which == "train":
@@ -82,10 +87,12 @@ def markov_stream(P: np.ndarray, n: int, seed: int) -> np.ndarray:
 
 
 @lru_cache(maxsize=None)
-def markov_corpus(which: str) -> Split:
-    """``"train"`` (seed 1) or ``"val"`` (seed 2) token stream of the default source."""
-    sizes = {"train": (MARKOV_TRAIN_TOKENS, 1), "val": (MARKOV_VAL_TOKENS, 2)}
+def markov_corpus(which: str, val_seed: int = MARKOV_VAL_SEED) -> Split:
+    """``"train"`` (seed 1) or ``"val"`` (seed ``val_seed``) token stream of the default source."""
+    sizes = {"train": (MARKOV_TRAIN_TOKENS, 1), "val": (MARKOV_VAL_TOKENS, val_seed)}
     if which not in sizes:
         raise KeyError(f"markov split must be 'train' or 'val', got {which!r}")
+    if which == "val" and val_seed == 1:
+        raise ValueError("the validation stream's seed must differ from the training stream's (1)")
     n, seed = sizes[which]
     return Split(markov_stream(markov_transitions(), n, seed), np.empty(0, dtype=np.int64))

@@ -118,11 +118,17 @@ def split_params(model: nn.Module) -> tuple[dict[str, nn.Parameter], dict[str, n
     return hidden, rest
 
 
-def load_split(task: str, which: str) -> Split:
-    """Training (``"train"``) or validation (``"val"``) data of a task."""
+def load_split(task: str, which: str, held_out_seed: int | None = None) -> Split:
+    """Training (``"train"``) or validation (``"val"``) data of a task.
+
+    ``held_out_seed`` (None: the public defaults) decides what is held out: the permutation of the
+    digits (which images are validation) or the seed of the corpus's validation stream. Whoever
+    holds it out of the sandbox holds a validation split the candidate cannot re-derive."""
     if task not in TASKS:
         raise KeyError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
-    return markov_corpus(which) if task == "markov_lm" else digits(which)
+    if held_out_seed is None:
+        return markov_corpus(which) if task == "markov_lm" else digits(which)
+    return markov_corpus(which, held_out_seed) if task == "markov_lm" else digits(which, held_out_seed)
 
 
 def sample_batch(task: str, split: Split, rng: np.random.Generator,
@@ -237,8 +243,11 @@ class TrainingRun:
     train: Split
 
     @classmethod
-    def make(cls, task: str, seed: int, steps: int, batch_size: int, time_budget_s: float) -> "TrainingRun":
-        return cls(task, seed, steps, batch_size, time_budget_s, load_split(task, "train"))
+    def make(cls, task: str, seed: int, steps: int, batch_size: int, time_budget_s: float,
+             held_out_seed: int | None = None) -> "TrainingRun":
+        """``held_out_seed``: see :func:`load_split`; the run carries the training data it selects,
+        never the seed."""
+        return cls(task, seed, steps, batch_size, time_budget_s, load_split(task, "train", held_out_seed))
 
     def run(self, optimizer_for: Callable[[nn.Module], Any]) -> tuple[nn.Module, list[float]]:
         """Build the seeded model, train it with ``optimizer_for(model)``; return both."""
@@ -248,8 +257,9 @@ class TrainingRun:
         return model, losses
 
 
-def held_out_metrics(task: str, params: Any) -> dict[str, float]:
-    """Validation and training loss/accuracy of ``params`` loaded into a fresh ``task`` model.
+def held_out_metrics(task: str, params: Any, held_out_seed: int | None = None) -> dict[str, float]:
+    """Validation and training loss/accuracy of ``params`` (untrusted: checked here) loaded into a fresh
+    ``task`` model (the split chosen by ``held_out_seed``, see :func:`load_split`).
 
     Trusted-side check of parameters that came back from elsewhere: raises ``ValueError`` on a
     malformed parameter set (see :func:`load_lists`).
@@ -257,8 +267,8 @@ def held_out_metrics(task: str, params: Any) -> dict[str, float]:
     with one_torch_thread():
         model = build_model(task, 0)
         load_lists(model, params)
-        val = evaluate(task, model, load_split(task, "val"))
-        tr = evaluate(task, model, load_split(task, "train"))
+        val = evaluate(task, model, load_split(task, "val", held_out_seed))
+        tr = evaluate(task, model, load_split(task, "train", held_out_seed))
     return {"val_loss": val["loss"], "val_accuracy": val["accuracy"],
             "train_loss": tr["loss"], "train_accuracy": tr["accuracy"]}
 

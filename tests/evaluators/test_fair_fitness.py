@@ -71,17 +71,77 @@ def test_baselines_score_exactly_as_without_the_fence(name):
         assert fenced.per_instance == plain.per_instance, baseline
 
 
-def test_child_reports_one_timing_per_instance():
+def test_parent_times_each_instance_from_the_childs_marks():
     ev, instances = _load("bpp_online", count=2)
-    result = run_job(make_job(ev, ev.baseline_source(), instances))
+    job = make_job(ev, ev.baseline_source(), instances)
+    result = run_job(job)
     assert result.ok and len(result.instance_s) == 2 and all(t > 0 for t in result.instance_s)
+    assert sum(result.instance_s) < result.wall_s  # measured inside the job's wall time, by the parent
 
 
 def test_overtime_is_rejected_by_the_parent():
     ev, instances = _load("bpp_online", count=1)
     ev.instance_time_limit = lambda instance: 1e-6  # this object only: no instance is that fast
     score = score_result(ev, instances, run_job(make_job(ev, ev.baseline_source(), instances)))
-    assert not score.feasible and score.error.startswith("overtime: instance 0 took"), score.error
+    # killed live by the sandbox parent, or (if the instance ended before the kill landed) caught afterwards
+    assert not score.feasible and "overtime: instance 0" in score.error, score.error
+
+
+SPIN = """import numpy as np
+
+
+def priority(item, bins):
+    total = 0
+    for i in range(10 ** 9):  # far beyond any limit: only the parent's kill ends it
+        total += i
+    return -np.asarray(bins)
+"""
+
+
+def test_parent_kills_an_instance_that_runs_over_its_limit():
+    ev, instances = _load("bpp_online", count=2)
+    job = dataclasses.replace(make_job(ev, SPIN, instances), instance_limits_s=(0.3, None))
+    result = run_job(job)
+    assert result.status == "timeout" and result.error.startswith("overtime: instance 0 still running"), result.error
+    assert "timed and killed by the parent" in result.error
+    assert result.wall_s < 10.0 < job.limits.timeout_s  # long before the job's own timeout
+
+
+FORGED_TIMES = """import json, os, sys, time
+
+
+def priority(item, bins):
+    time.sleep(0.6)  # over the limit, then claim 0 s in a forged result and leave
+    fd = int(sys.argv[1])
+    os.write(fd, json.dumps({"status": "ok", "error": None, "instance_s": [0.0], "solutions": [[0]]}).encode())
+    os._exit(0)
+"""
+
+
+def test_child_reported_times_are_ignored():
+    """Unfenced (so it can reach the result pipe): the forged timing is not what the parent uses."""
+    ev, instances = _load("bpp_online", count=1)
+    job = dataclasses.replace(make_job(ev, FORGED_TIMES, instances), fence=None, instance_limits_s=())
+    result = run_job(job)
+    assert result.instance_s == []  # no end-of-instance mark arrived: the child's [0.0] is not taken
+    ev.instance_time_limit = lambda instance: 0.5
+    score = score_result(ev, instances, result)
+    assert not score.feasible and "0 instance timings for 1 instances" in score.error, score.error
+
+
+def test_marks_are_split_off_the_result_and_timestamped_on_arrival():
+    from hifo.sandbox._marks import Marks, instance_seconds
+
+    marks, buf = Marks(), bytearray(b"\x02")
+    marks.take(buf)
+    buf += b"\x01\x01{\"status\":\"ok\"}\x01"
+    marks.take(buf)
+    assert len(marks.times) == 3 and marks.scanned == 3 and marks.done
+    assert bytes(buf[marks.scanned:]).startswith(b"{") and instance_seconds(marks.times)[0] >= 0
+    late = Marks()
+    late.take(bytearray(b"\x01\x02"))  # an instance mark before the begin mark is not a mark
+    assert late.times == [] and late.done
+    assert instance_seconds([1.0, 1.5, 3.5]) == [0.5, 2.0]
 
 
 def test_instance_time_check_is_strict_about_missing_timings():
@@ -227,3 +287,30 @@ def test_honest_candidate_runs_under_the_audit_hook():
     out = subprocess.run([sys.executable, "-c", AUDITED, HONEST], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[:3] == ["[-1.0, -0.5]", "12.0", "None"]
+
+
+MILP_SPIN = """import numpy as np
+
+
+def primal_heuristic(x_lp, reduced_cost, c, A, row_lo, row_hi, lb, ub, is_int):
+    total = 0
+    for i in range(10 ** 9):  # a solver-length search; the parent's clock ends it
+        total += i
+    return x_lp, np.ones_like(x_lp)
+"""
+
+
+def test_milp_overtime_in_the_slot_process_is_killed_by_the_parent():
+    ev, instances = _load("milp_primal", count=1)
+    job = make_job(ev, MILP_SPIN, instances)
+    assert job.fence["process"] and job.instance_limits_s == (ev.instance_time_limit(instances[0]),)
+    job = dataclasses.replace(job, instance_limits_s=(0.5,))  # the real limit is 4 s: keep the test short
+    score = score_result(ev, instances, run_job(job))
+    assert not score.feasible and "overtime: instance 0 still running" in score.error, score.error
+
+
+def test_few_call_slots_run_in_a_process_of_their_own():
+    from hifo.evaluators.registry import get_evaluator_class as _class, list_evaluators
+
+    using = {name for name in list_evaluators() if getattr(_class(name), "slot_process", False)}
+    assert using == {"milp_primal", "radar_tune", "optwvp_service", "newton_schulz"}

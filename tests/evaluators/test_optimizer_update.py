@@ -123,3 +123,49 @@ def test_test_set_figures(ev):
     for name in ("muon", "adamw"):
         agg = ev.aggregate([run(ev, compiled(ev.baselines[name]), inst) for inst in instances])
         assert agg["val_loss"] == pytest.approx(ev.reference_figures[name]["test"]["val_loss"], rel=0.02), name
+
+
+# ---- held-out data the child cannot re-derive (issue 13) -------------------------------------------
+def test_the_held_out_split_is_chosen_by_the_parents_seed(monkeypatch):
+    from hifo.evaluators import optimizer_update as ou
+    from hifo.problems.optimizers import load_split
+
+    seed = ou.held_out_seed()
+    assert seed not in (0, 1, 2)  # not the public permutation / stream seeds
+    public, held = load_split("digits_mlp", "val"), load_split("digits_mlp", "val", seed)
+    rows = lambda split: {row.tobytes() for row in split.inputs}  # noqa: E731
+    overlap = len(rows(public) & rows(held))
+    # the public split rebuilt "the old way" meets the held-out images at chance level (~500 * 500 / 1797)
+    assert 90 < overlap < 190, overlap
+    assert not np.array_equal(load_split("markov_lm", "val").inputs, load_split("markov_lm", "val", seed).inputs)
+    monkeypatch.setenv(ou.HELD_OUT_SEED_ENV, "12345")
+    assert ou.held_out_seed() == 12345
+    for bad in ("1", "-3", "x"):
+        monkeypatch.setenv(ou.HELD_OUT_SEED_ENV, bad)
+        with pytest.raises(ValueError, match=ou.HELD_OUT_SEED_ENV):
+            ou.held_out_seed()
+
+
+def _trained_on(ev, inst, split, held_out_seed):
+    """Parameters from the AdamW baseline trained on ``split``, scored on the split of ``held_out_seed``."""
+    from hifo.problems.optimizers import held_out_metrics
+
+    solution = ev.solve(compiled(ev.baselines["adamw"]), dataclasses.replace(inst, train=split))
+    return held_out_metrics(inst.task, solution["params"], held_out_seed)["val_loss"]
+
+
+def test_a_candidate_that_rederives_the_split_the_old_way_gains_nothing(ev):
+    """The cheat trains on the public validation images (what re-deriving the old split yields)."""
+    from hifo.evaluators.optimizer_update import held_out_seed
+    from hifo.problems.optimizers import load_split
+
+    inst = ev.load_instances("train")[0]  # digits MLP, 100 steps
+    rederived = load_split("digits_mlp", "val")  # permutation seed 0, the last 500 images
+    # control: against the public split the cheat wins by far (this is what the old evaluator allowed)
+    public_cheat = _trained_on(ev, inst, rederived, None)
+    public_honest = _trained_on(ev, inst, load_split("digits_mlp", "train"), None)
+    assert public_cheat < public_honest - 0.1, (public_cheat, public_honest)
+    # against the parent's held-out split it is no better than training on the data the child was given
+    cheat = _trained_on(ev, inst, rederived, held_out_seed())
+    honest = _trained_on(ev, inst, inst.train, held_out_seed())
+    assert cheat >= honest - 0.01, (cheat, honest)

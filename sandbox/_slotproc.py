@@ -1,0 +1,217 @@
+"""A slot in a process of its own: the candidate sees only the slot's arguments.
+
+For slots the algorithm calls only a few times per instance (an evaluator sets
+``slot_process = True``; ``Job.fence["process"]``), the sandbox child forks a *slot process*
+before it unpickles the instances. The slot process closes the result pipe and the zygote's
+socket, drops the instances' pickled bytes (freed, not zeroed), installs the fence's audit hook,
+loads the candidate under the fence and then answers calls on a socket pair: the algorithm
+process (the child itself) sends the arguments, the slot process sends back the return value.
+The candidate thus shares no memory with the algorithm: it cannot patch the algorithm's modules,
+read its caller's frames or the other instances, or reach the result channel, whatever the
+in-process fence would have missed.
+
+Wire: 8-byte length, then one kind byte and a body. Algorithm -> slot: ``C`` + pickle of
+``(args, kwargs)`` (trusted data). Slot -> algorithm: ``R`` + a pickle read by
+:class:`_Restricted` (plain containers, numbers, strings and numpy arrays/scalars; no other
+class is ever looked up, so no code of the candidate runs in the algorithm's process), or ``F`` +
+JSON ``{"status", "reason"}`` for a failure (exception, fence violation, unencodable value).
+
+Budgets: the proxy adds the slot process's CPU time (``/proc/<pid>/stat``, read by the algorithm
+process; its wall time where /proc cannot be read) to ``slot_cpu_s``, for evaluators whose budget
+is the evaluating process's CPU time (``milp_primal``). Its memory limit is its own (RLIMIT_AS is
+per process), so a job may use up to twice ``memory_mb``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import json
+import os
+import pickle
+import signal
+import socket
+import struct
+import time
+from typing import Any
+
+from . import _execute
+
+_LEN = struct.Struct("!Q")
+MAX_FRAME = 1 << 30
+PR_SET_PDEATHSIG = 1
+
+
+class _Restricted(pickle.Unpickler):
+    """Unpickles plain data and numpy arrays only (the slot process's answers)."""
+
+    ALLOWED = {("builtins", "complex"), ("builtins", "set"), ("builtins", "frozenset")}
+    NUMPY = {"_reconstruct", "_frombuffer", "ndarray", "dtype", "scalar"}
+
+    def find_class(self, module: str, name: str) -> Any:
+        numpy_ok = module in ("numpy", "numpy.core.multiarray", "numpy._core.multiarray", "numpy.core.numeric",
+                              "numpy._core.numeric")
+        if (module, name) in self.ALLOWED or (numpy_ok and name in self.NUMPY):
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"the slot may return plain data and numpy arrays only, not {module}.{name}")
+
+
+def loads_restricted(data: bytes) -> Any:
+    return _Restricted(io.BytesIO(data)).load()
+
+
+def fork(payload: dict[str, Any], close_fds: tuple[int, ...], limits: dict[str, Any]) -> "SlotProxy":
+    """In the sandbox child, before the instances are unpickled: start the slot process. Returns the
+    proxy in the child; the slot process serves calls and never returns."""
+    mine, theirs = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:  # the slot process
+        try:
+            mine.close()
+            ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            for fd in close_fds:  # the result pipe, the zygote's socket: out of the candidate's reach
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            code, entry, fence = payload["code"], payload["entry"], payload["fence"]
+            payload.clear()  # the instances' pickled bytes: the last reference goes
+        except BaseException:
+            os._exit(72)
+        _serve(theirs, code, entry, fence, limits)
+    theirs.close()
+    return SlotProxy(pid, mine, payload["entry"])
+
+
+def _serve(sock: socket.socket, code: str, entry: str, fence: dict[str, Any], limits: dict[str, Any]) -> None:
+    from . import _fence
+
+    try:
+        _fence.install()
+        function = _execute.load_candidate(code, entry, fence)
+    except _execute.JobFailure as failure:
+        _send_failure(sock, failure.status, failure.reason)
+        os._exit(0)
+    except BaseException as exc:
+        _send_failure(sock, *_execute.describe_exception(exc, "while loading the candidate", limits))
+        os._exit(0)
+    _send(sock, b"R", pickle.dumps(None))  # ready
+    while True:
+        try:
+            kind, body = _recv(sock)
+        except (OSError, EOFError):
+            os._exit(0)
+        args, kwargs = pickle.loads(body)  # from the algorithm process (trusted)
+        try:
+            value = function(*args, **kwargs)
+            violation = _fence.take_violation()
+            if violation:
+                _send_failure(sock, "error", violation)
+                continue
+            _fence._enter()  # pickling may run the candidate's own methods: inside the audit window
+            try:
+                data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            finally:
+                _fence._leave()
+        except BaseException as exc:  # noqa: BLE001  (reported, the process goes on serving)
+            violation = _fence.take_violation()
+            if violation:
+                _send_failure(sock, "error", violation)
+            else:
+                _send_failure(sock, *_execute.describe_exception(exc, "in the slot process", limits))
+            continue
+        _send(sock, b"R", data)
+
+
+class SlotProxy:
+    """The candidate's function as the algorithm sees it: each call goes to the slot process."""
+
+    def __init__(self, pid: int, sock: socket.socket, entry: str) -> None:
+        self.pid, self.sock, self.__name__ = pid, sock, entry
+        self.slot_cpu_s = 0.0  # CPU seconds the slot process spent in calls, measured from outside it
+        self.calls = 0
+        self._tick = os.sysconf("SC_CLK_TCK")
+
+    def ready(self) -> "SlotProxy":
+        """Wait until the candidate is loaded; raises JobFailure with the slot process's reason."""
+        self._answer()
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        before, started = self._cpu(), time.perf_counter()
+        _send(self.sock, b"C", pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL))
+        try:
+            return self._answer()
+        finally:
+            after = self._cpu()
+            spent = after - before if before is not None and after is not None else time.perf_counter() - started
+            self.slot_cpu_s += max(spent, 0.0)
+            self.calls += 1
+
+    def _answer(self) -> Any:
+        try:
+            kind, body = _recv(self.sock)
+        except (OSError, EOFError):
+            raise _execute.JobFailure("crashed", f"the slot process died ({self._exit_status()})") from None
+        if kind == b"F":
+            failure = json.loads(body.decode("utf-8", "replace"))
+            raise _execute.JobFailure(str(failure.get("status") or "error"), str(failure.get("reason") or "?"))
+        if kind != b"R":
+            raise _execute.JobFailure("invalid", "the slot process answered with a malformed frame")
+        try:
+            return loads_restricted(body)
+        except Exception as exc:
+            raise _execute.JobFailure("invalid", f"slot answer refused: {_execute.one_line(exc)}") from None
+
+    def _cpu(self) -> float | None:
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / self._tick
+        except (OSError, IndexError, ValueError):
+            return None
+
+    def _exit_status(self) -> str:
+        try:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return "exit status lost"
+        if pid == 0:
+            return "connection lost"
+        if os.WIFSIGNALED(status):
+            return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+        return f"exit code {os.WEXITSTATUS(status)}"
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (OSError, ChildProcessError):
+            pass
+
+
+def _send_failure(sock: socket.socket, status: str, reason: str) -> None:
+    _send(sock, b"F", json.dumps({"status": status, "reason": reason}).encode("utf-8", "replace"))
+
+
+def _send(sock: socket.socket, kind: bytes, body: bytes) -> None:
+    sock.sendall(_LEN.pack(len(body) + 1) + kind + body)
+
+
+def _recv(sock: socket.socket) -> tuple[bytes, bytes]:
+    size = _LEN.unpack(_exact(sock, _LEN.size))[0]
+    if not 1 <= size <= MAX_FRAME:
+        raise EOFError("bad frame length")
+    frame = _exact(sock, size)
+    return frame[:1], frame[1:]
+
+
+def _exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise EOFError("closed")
+        buf += chunk
+    return bytes(buf)

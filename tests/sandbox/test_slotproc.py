@@ -1,0 +1,138 @@
+"""hifo.sandbox._slotproc: the candidate in a process of its own, answering over a pipe (issue 13)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from hifo.sandbox import _execute, _fence, _slotproc
+
+LIMITS = {"memory_mb": 2048, "max_solution_bytes": 1 << 20}
+FENCE = {"imports": list(_fence.DEFAULT_SLOT_IMPORTS), "process": True}
+
+
+def start(code: str, entry: str = "f") -> _slotproc.SlotProxy:
+    return _slotproc.fork({"code": code, "entry": entry, "fence": FENCE, "instances": b"x"}, (), LIMITS)
+
+
+def test_calls_go_to_another_process_and_return_arrays():
+    proxy = start("import numpy as np\n"
+                  "def f(x, scale=1.0):\n"
+                  "    x[0] = 99.0  # mutates its own copy only\n"
+                  "    return x * scale, np.float64(2.5), {'n': len(x)}\n").ready()
+    try:
+        assert proxy.pid != os.getpid()
+        arg = np.arange(3.0)
+        values, scalar, info = proxy(arg, scale=2.0)
+        assert values.tolist() == [198.0, 2.0, 4.0] and scalar == 2.5 and info == {"n": 3}
+        assert arg.tolist() == [0.0, 1.0, 2.0]  # the caller's array is untouched
+        assert proxy.calls == 1 and proxy.slot_cpu_s >= 0.0
+    finally:
+        proxy.close()
+
+
+def test_cpu_time_of_the_slot_is_measured_from_outside():
+    proxy = start("def f(n):\n    t = 0\n    for i in range(n):\n        t += i * i\n    return t\n").ready()
+    try:
+        assert proxy(3_000_000) == sum(i * i for i in range(3_000_000))
+        assert proxy.slot_cpu_s > 0.05  # the loop's CPU time, read from /proc/<pid>/stat by this process
+    finally:
+        proxy.close()
+
+
+@pytest.mark.parametrize("code, status, text", [
+    ("class Box:\n    pass\n\ndef f():\n    return Box()\n", "invalid", "plain data and numpy arrays only"),
+    ("def f():\n    raise ValueError('nope')\n", "error", "ValueError: nope (in the slot process)"),
+    ("def f():\n    return len\n", "invalid", "slot answer refused"),
+])
+def test_failures_in_the_slot_become_job_failures(code, status, text):
+    proxy = start(code).ready()
+    try:
+        with pytest.raises(_execute.JobFailure) as info:
+            proxy()
+        assert info.value.status == status and text in info.value.reason, info.value.reason
+        with pytest.raises(_execute.JobFailure):  # still serving after a failure
+            proxy()
+    finally:
+        proxy.close()
+
+
+def test_a_fenced_import_fails_the_load():
+    proxy = start("import os\ndef f():\n    pass\n")
+    try:
+        with pytest.raises(_execute.JobFailure, match="fence: import of 'os' not allowed"):
+            proxy.ready()
+    finally:
+        proxy.close()
+
+
+def test_a_dead_slot_process_is_a_crash():
+    proxy = start("def f():\n    return 1\n").ready()
+    os.kill(proxy.pid, 9)
+    with pytest.raises(_execute.JobFailure, match="slot process died") as info:
+        proxy()
+    assert info.value.status == "crashed"
+    proxy.close()
+
+
+def test_restricted_unpickler_refuses_other_classes():
+    import pickle
+
+    with pytest.raises(pickle.UnpicklingError):
+        _slotproc.loads_restricted(pickle.dumps(ValueError("x")))
+    assert _slotproc.loads_restricted(pickle.dumps([1, 2.0, "a", (None, True), {1j}])) == [1, 2.0, "a", (None, True), {1j}]
+
+
+def test_through_the_sandbox_the_candidate_runs_outside_the_algorithms_process():
+    import dataclasses
+
+    from solvers import make_job
+
+    from hifo.sandbox import run_job
+
+    code = "import os\ndef f(x):\n    return [os.getpid(), x]\n"
+    fence = {"imports": [*FENCE["imports"], "os"], "process": True}
+    job = dataclasses.replace(make_job(code, [1, 2], solver="solvers:with_pid"), fence=fence)
+    result = run_job(job)
+    assert result.ok, result.error
+    (slot_pid, x1), (slot_pid2, x2) = (s["value"] for s in result.solutions)
+    assert (x1, x2) == (1, 2) and slot_pid == slot_pid2  # one slot process for the whole job
+    assert {s["pid"] for s in result.solutions} != {slot_pid}
+    inline = run_job(dataclasses.replace(job, fence=dict(fence, process=False)))
+    assert inline.ok and all(s["value"][0] == s["pid"] for s in inline.solutions)
+
+
+def test_milp_primal_runs_its_heuristic_in_a_slot_process():
+    from hifo.agents.evaluation import make_job, score_result
+    from hifo.evaluators.registry import get_evaluator
+    from hifo.sandbox import run_job
+
+    ev = get_evaluator("milp_primal")
+    assert ev.slot_process
+    instances = ev.load_instances("train")[:1]
+    job = make_job(ev, ev.baseline_source(), instances)
+    assert job.fence["process"] is True
+    score = score_result(ev, instances, run_job(job))
+    assert score.feasible, score.error
+
+
+def test_milp_charges_the_slot_processs_cpu_time_to_its_budget():
+    from hifo.evaluators.milp_primal import run_primal_heuristic
+    from hifo.evaluators.registry import get_evaluator
+
+    ev = get_evaluator("milp_primal")
+    inst = ev.load_instances("train")[0]["milp"]
+    spin = ("import numpy as np\n"
+            "def primal_heuristic(x_lp, reduced_cost, c, A, row_lo, row_hi, lb, ub, is_int):\n"
+            "    t = 0\n    for i in range(10_000_000):\n        t += i\n"
+            "    return x_lp, np.zeros_like(x_lp)\n")
+    proxy = start(spin, "primal_heuristic").ready()
+    try:
+        out = run_primal_heuristic(proxy, inst, time_limit=1.0)
+    finally:
+        proxy.close()
+    assert proxy.slot_cpu_s > 0.05
+    # the trajectory starts after the time spent so far, the slot process's CPU included
+    assert out["trajectory"] and min(t for t, _ in out["trajectory"]) >= proxy.slot_cpu_s
