@@ -54,3 +54,13 @@ def test_parent_counts_the_budget_and_checks_names(ev, instance):
             ev.score(instance, bad)
     m = ev.score(instance, ["0.qkv"])
     assert m["extra_params"] == 8 * (64 + 3 * 64) and m["extra_kib"] == pytest.approx(2 * 2048 / 1024)
+
+
+def test_baseline_runs_in_the_sandbox(ev):
+    from hifo.agents.evaluation import make_job, score_result
+    from hifo.sandbox import run_job
+
+    instances = ev.load_instances("train")
+    score = score_result(ev, instances, run_job(make_job(ev, ev.baseline_source(), instances)))
+    assert score.feasible, score.error
+    assert score.metrics["ppl"] == pytest.approx(ev.reference_figures["glowq_s"]["train"]["ppl"], rel=1e-3)

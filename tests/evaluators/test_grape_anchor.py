@@ -61,3 +61,13 @@ def test_non_bool_answers_fail(ev, instance):
     with pytest.raises(ValueError):
         ev.solve(compiled("def take_anchor(step, total_steps, align, losses, anchors_used, budget):\n"
                           "    return 'yes'\n"), instance)
+
+
+def test_baseline_runs_in_the_sandbox(ev):
+    from hifo.agents.evaluation import make_job, score_result
+    from hifo.sandbox import run_job
+
+    instances = ev.load_instances("train")
+    score = score_result(ev, instances, run_job(make_job(ev, ev.baseline_source(), instances)))
+    assert score.feasible, score.error
+    assert score.metrics["test_loss"] == pytest.approx(ev.reference_figures["uniform"]["train"]["test_loss"], abs=0.003)
