@@ -132,7 +132,8 @@ class Run:
 
     def to_dict(self) -> dict:
         return {"method": self.method, "model": self.model, "steps": self.steps, "anchors": self.anchors,
-                "layer_parallel_fraction": 1.0 - len(self.anchors) / max(self.steps, 1),
+                # backprop is never layer-parallel; DFA always; GrAPE except on anchor steps
+                "layer_parallel_fraction": 0.0 if self.method == "backprop" else 1.0 - len(self.anchors) / max(self.steps, 1),
                 "test_acc": self.test_acc, "test_loss": self.test_loss, "curve": self.curve,
                 "final_loss": float(np.mean(self.losses[-20:])) if self.losses else None}
 
