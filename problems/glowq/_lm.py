@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 from functools import lru_cache
 
 import torch
@@ -99,10 +100,19 @@ def corpus(seed: int = 0) -> dict[str, torch.Tensor]:
             "val": encode(generate_text(8_192, seed + 202))}
 
 
-@lru_cache(maxsize=None)
+_TRAIN_LOCK = threading.Lock()
+
+
 def trained_lm(seed: int = 0, steps: int = 400) -> TinyLM:
     """Train :class:`TinyLM` (AdamW, lr 3e-3 cosine, batch 32 x 64 chars); deterministic given ``seed``.
-    Do not mutate the returned (cached) model; quantize a copy."""
+    Do not mutate the returned (cached) model; quantize a copy. Thread-safe: the initialisation uses
+    torch's global RNG, and parallel scorers must neither interleave it nor train twice."""
+    with _TRAIN_LOCK:
+        return _trained_lm(seed, steps)
+
+
+@lru_cache(maxsize=None)
+def _trained_lm(seed: int, steps: int) -> TinyLM:
     data = corpus(seed)["train"]
     model = TinyLM(seed=seed)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)

@@ -29,6 +29,7 @@ output layer always takes its exact local gradient (as in DFA), and the tiny tra
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Sequence
@@ -41,6 +42,11 @@ import torch.nn.functional as F
 METHODS = ("backprop", "dfa", "grape")
 MODELS = ("mlp", "cnn")
 AnchorRule = Callable[[int, int, list, list, int], bool]
+# torch's forward-AD levels are process-global, not per thread: two threads inside torch.func.jvp at once
+# (the agent scores candidates in parallel threads) corrupt each other's level. Serialise the JVPs.
+_JVP_LOCK = threading.Lock()
+# Net's initialisation draws from torch's global RNG after torch.manual_seed: serialise it too
+_INIT_LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=None)
@@ -60,7 +66,11 @@ class Net(nn.Module):
 
     def __init__(self, kind: str, seed: int):
         super().__init__()
-        torch.manual_seed(seed)
+        with _INIT_LOCK:
+            torch.manual_seed(seed)
+            self._build(kind)
+
+    def _build(self, kind: str) -> None:
         if kind == "mlp":
             self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(64, 128), nn.Tanh()),
                                          nn.Sequential(nn.Linear(128, 128), nn.Tanh())])
@@ -100,7 +110,8 @@ def rank1_jacobian(fn: Callable[[torch.Tensor], torch.Tensor], h: torch.Tensor,
     example-wise (no mixing across the batch), as every layer here does.
     """
     v = torch.randn(h.shape, generator=gen)
-    _, u = torch.func.jvp(fn, (h.detach(),), (v,))
+    with _JVP_LOCK:
+        _, u = torch.func.jvp(fn, (h.detach(),), (v,))
     return torch.einsum("bo,bi->oi", u.reshape(len(u), -1), v.reshape(len(v), -1)) / len(h)
 
 
@@ -108,7 +119,8 @@ def forward_gradient(f: Callable[[torch.Tensor], torch.Tensor], w: torch.Tensor,
                      gen: torch.Generator) -> torch.Tensor:
     """The forward gradient ``(grad f . v) v`` of a scalar ``f`` at ``w`` (Baydin et al. 2022): unbiased."""
     v = torch.randn(w.shape, generator=gen)
-    _, d = torch.func.jvp(f, (w,), (v,))
+    with _JVP_LOCK:
+        _, d = torch.func.jvp(f, (w,), (v,))
     return d * v
 
 

@@ -64,3 +64,12 @@ def test_baseline_runs_in_the_sandbox(ev):
     score = score_result(ev, instances, run_job(make_job(ev, ev.baseline_source(), instances)))
     assert score.feasible, score.error
     assert score.metrics["ppl"] == pytest.approx(ev.reference_figures["glowq_s"]["train"]["ppl"], rel=1e-3)
+
+
+def test_parallel_scoring_in_threads_matches_serial(ev, instance):
+    from concurrent.futures import ThreadPoolExecutor
+
+    sols = [["0.qkv"], ["1.down", "1.upgate"], []]
+    serial = [ev.score(instance, s)["ppl"] for s in sols]
+    with ThreadPoolExecutor(3) as ex:
+        assert [m["ppl"] for m in ex.map(lambda s: ev.score(instance, s), sols)] == serial

@@ -71,3 +71,13 @@ def test_baseline_runs_in_the_sandbox(ev):
     score = score_result(ev, instances, run_job(make_job(ev, ev.baseline_source(), instances)))
     assert score.feasible, score.error
     assert score.metrics["test_loss"] == pytest.approx(ev.reference_figures["uniform"]["train"]["test_loss"], abs=0.003)
+
+
+def test_parallel_scoring_in_threads_matches_serial(ev, instance):
+    # the agent scores candidates in parallel threads; the replay uses forward-mode AD (global levels)
+    from concurrent.futures import ThreadPoolExecutor
+
+    sols = [{"anchors": [0, 1]}, {"anchors": []}, {"anchors": [10, 20, 30]}]
+    serial = [ev.score(instance, s)["test_loss"] for s in sols]
+    with ThreadPoolExecutor(3) as ex:
+        assert [m["test_loss"] for m in ex.map(lambda s: ev.score(instance, s), sols)] == serial

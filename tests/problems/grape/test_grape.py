@@ -59,3 +59,14 @@ def test_anchor_replay_is_deterministic_and_budget_bounded():
 def test_cnn_trains(method):
     run, _ = train(method, "cnn", steps=40, log_every=39, anchor_rule=lambda s, T, a, l, n: s == 0)
     assert run.test_acc > 0.3 and run.curve[-1]["grad_cos"] > 0.0
+
+
+def test_concurrent_runs_in_threads_match_serial_runs():
+    # the agent scores candidates in parallel threads of one process; forward-AD levels are global
+    from concurrent.futures import ThreadPoolExecutor
+
+    kw = dict(steps=15, log_every=0)
+    serial = [train("grape", "mlp", seed=s, anchor_steps=[3], **kw)[0].losses for s in range(3)]
+    with ThreadPoolExecutor(3) as ex:
+        threaded = list(ex.map(lambda s: train("grape", "mlp", seed=s, anchor_steps=[3], **kw)[0].losses, range(3)))
+    assert threaded == serial
