@@ -1,0 +1,149 @@
+"""Evolving GlowQ-S: which input-sharing groups get a low-rank error correction under a parameter budget.
+
+The model is the tiny char-level transformer of :mod:`hifo.problems.glowq`, trained here on generated
+text and quantized to 3 or 4 bits by round-to-nearest. Restoring a group (Q/K/V, O, up/gate or down of
+one block) adds GlowQ's shared rank-``r`` correction: one right factor for the whole group and one left
+factor per layer. The candidate ``choose_groups(groups, budget)`` sees only per-group statistics
+(:func:`~hifo.problems.glowq.group_stats`: block, kind, sizes, extra parameters, scaled error energy
+and the part of it the correction captures), never the model, and returns the names to restore.
+
+The parent checks the names, counts the extra parameters itself (infeasible above the budget), builds
+the corrected model and measures ``ppl`` (held-out perplexity; primary, minimised), ``ppl_gap``
+(minus the full-precision model's), ``extra_params`` and ``extra_kib`` (fp16 factors).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable
+
+import torch
+
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.problems.glowq import build_quantized, corpus, extra_params, group_stats, model_groups, perplexity, \
+    trained_lm
+
+_DOCSTRING = """Chooses which weight groups of a quantized transformer get a low-rank error correction.
+
+Each group is a set of linear layers that read the same input (qkv, o, upgate, down of one block).
+Restoring it adds a rank-r correction whose right factor is shared by the group; the goal is the
+lowest perplexity of the quantized model within a budget of extra parameters.
+
+Args:
+    groups: list of dicts, one per group, with keys
+        name (str, e.g. '1.qkv'), block (int), kind ('qkv', 'o', 'upgate', 'down'),
+        in_dim (int), out_dims (list of int), extra_params (int, cost of restoring it),
+        error_energy (float, squared Frobenius norm of the activation-scaled quantization error
+        of the stacked group), captured_energy (float, the part the rank-r correction removes).
+    budget: the most extra parameters the chosen groups may add together.
+
+Return:
+    A list of group names (distinct) whose extra_params sum to at most budget.
+"""
+
+_TEMPLATE = FunctionTemplate(
+    name="choose_groups",
+    signature="def choose_groups(groups: list, budget: int) -> list:",
+    docstring=_DOCSTRING,
+    baseline_body=("    # GlowQ-S: most captured error energy per extra parameter first, while it fits.\n"
+                   "    chosen, used = [], 0\n"
+                   "    for g in sorted(groups, key=lambda g: -g['captured_energy'] / g['extra_params']):\n"
+                   "        if used + g['extra_params'] <= budget:\n"
+                   "            chosen.append(g['name'])\n"
+                   "            used += g['extra_params']\n"
+                   "    return chosen\n"),
+)
+_BODIES = {
+    "none": "    # Plain round-to-nearest: restore nothing.\n    return []\n",
+    "in_order": ("    # Restore groups in model order while they fit.\n    chosen, used = [], 0\n"
+                 "    for g in groups:\n        if used + g['extra_params'] <= budget:\n"
+                 "            chosen.append(g['name'])\n            used += g['extra_params']\n    return chosen\n"),
+    "largest_error": ("    # Largest total error energy first, while it fits.\n    chosen, used = [], 0\n"
+                      "    for g in sorted(groups, key=lambda g: -g['error_energy']):\n"
+                      "        if used + g['extra_params'] <= budget:\n"
+                      "            chosen.append(g['name'])\n            used += g['extra_params']\n    return chosen\n"),
+}
+
+
+def _source(body: str) -> str:
+    return f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(body)}"
+
+
+@dataclass(frozen=True)
+class SelectInstance:
+    name: str
+    bits: int
+    rank: int
+    budget: int
+    groups: tuple[dict, ...]
+
+
+# (bits, rank, budget as a fraction of restoring every group)
+_SPECS = {"train": ((3, 8, 0.4),), "test": ((3, 4, 0.3), (3, 16, 0.5), (4, 8, 0.4))}
+
+
+@lru_cache(maxsize=None)
+def _full_precision_ppl() -> float:
+    return perplexity(trained_lm(), corpus()["val"])
+
+
+class GlowQSelect(Evaluator):
+    """Perplexity of the GlowQ-corrected quantized LM with the evolved group selection."""
+
+    name = "glowq_select"
+    description = ("Choose which weight groups of a low-bit quantized transformer language model receive "
+                   "GlowQ's group-shared low-rank error correction, under a budget of extra parameters; "
+                   "minimise the perplexity on held-out text.")
+    direction = "minimize"
+    primary_metric = "ppl"
+    template = _TEMPLATE
+    limits = Limits(timeout_s=30.0, cpu_s=60, memory_mb=4096)
+    baselines = {"glowq_s": _source(_TEMPLATE.baseline_body), **{k: _source(v) for k, v in _BODIES.items()}}
+    # Measured in-process, one torch thread (train re-checked by tests/evaluators/test_glowq_select.py).
+    reference_figures = {
+        "glowq_s": {"train": {"ppl": 1.7527, "extra_params": 5120.0}, "test": {"ppl": 1.7267}},
+        "none": {"train": {"ppl": 1.7623, "extra_params": 0.0}, "test": {"ppl": 1.7303}},
+        "in_order": {"train": {"ppl": 1.7559, "extra_params": 5632.0}, "test": {"ppl": 1.7217}},
+        "largest_error": {"train": {"ppl": 1.7422, "extra_params": 5632.0}, "test": {"ppl": 1.7263}},
+    }
+    tags = ("quantization", "low-rank", "llm", "torch")
+
+    def load_instances(self, instance_set: str) -> list[SelectInstance]:
+        if instance_set not in _SPECS:
+            raise KeyError(f"unknown instance set {instance_set!r} for glowq_select; known: {', '.join(_SPECS)}")
+        model = trained_lm()
+        out = []
+        for bits, rank, frac in _SPECS[instance_set]:
+            stats = group_stats(model, rank, bits)
+            budget = int(frac * sum(g["extra_params"] for g in stats))
+            out.append(SelectInstance(f"w{bits}/r{rank}/budget{budget}", bits, rank, budget, tuple(stats)))
+        return out
+
+    @staticmethod
+    def solve(heuristic: Callable[..., Any], instance: SelectInstance) -> list[str]:
+        chosen = heuristic([dict(g, out_dims=list(g["out_dims"])) for g in instance.groups], instance.budget)
+        if not isinstance(chosen, (list, tuple)) or not all(isinstance(c, str) for c in chosen):
+            raise ValueError("choose_groups must return a list of group names")
+        return list(chosen)
+
+    def score(self, instance: SelectInstance, solution: Any) -> dict[str, float]:
+        if not isinstance(solution, list) or not all(isinstance(c, str) for c in solution):
+            raise InfeasibleSolution(f"{instance.name}: the solution must be a list of group names")
+        model = trained_lm()
+        groups = {g.name: g for g in model_groups(model)}
+        if len(set(solution)) != len(solution) or not set(solution) <= set(groups):
+            raise InfeasibleSolution(f"{instance.name}: names must be distinct groups of {sorted(groups)}")
+        cost = extra_params(model, [groups[n] for n in solution], instance.rank, "glowq")
+        if cost > instance.budget:
+            raise InfeasibleSolution(f"{instance.name}: {cost} extra parameters exceed the budget {instance.budget}")
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            q, extra = build_quantized(model, "glowq", instance.rank, restore=solution, bits=instance.bits)
+            ppl = perplexity(q, corpus()["val"])
+        finally:
+            torch.set_num_threads(before)
+        assert extra == cost
+        return {"ppl": ppl, "ppl_gap": ppl - _full_precision_ppl(), "extra_params": float(cost),
+                "extra_kib": 2.0 * cost / 1024}

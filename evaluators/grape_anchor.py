@@ -1,0 +1,147 @@
+"""Evolving GrAPE's anchor schedule: when to spend a true backprop step.
+
+GrAPE (:mod:`hifo.problems.grape`) trains every hidden layer in parallel from its own aligned feedback
+matrix; an *anchor* step replaces one mini-batch's update by exact backprop. The candidate
+``take_anchor(step, total_steps, align, losses, anchors_used, budget)`` decides before each step
+whether to anchor; it sees only the step counters, the recent per-layer alignment cosines
+``cos(B_l, J_hat_l)`` (from the JVP estimates, no backprop needed), the recent mini-batch losses and
+the anchors used so far. The trusted loop grants at most ``budget`` anchors.
+
+The child returns the list of anchor steps it took. The parent counts them against the budget and
+**replays** the deterministic training run (same seed, same mini-batches, same tangents) with exactly
+those anchor steps, then measures on held-out digits: ``test_loss`` (cross-entropy; primary, minimised),
+``test_acc``,
+``anchors``, ``layer_parallel_fraction`` (steps without a backward pass through the network) and
+``final_grad_cos`` (the cosine of the last update with the true gradient). Nothing the child reports
+besides the schedule is used, so a candidate cannot report its own fitness.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.problems.grape import train
+
+_DOCSTRING = """Decides whether GrAPE takes a backprop anchor step at this training step.
+
+GrAPE trains each hidden layer locally from a feedback matrix B_l aligned with the network's
+Jacobian by forward-mode estimates; an anchor step uses the exact backprop gradient on this
+mini-batch instead (costly: a full backward pass). At most `budget` anchors are granted.
+
+Args:
+    step: this step, 0 .. total_steps - 1.
+    total_steps: the length of the run.
+    align: up to 20 most recent steps, each a list of per-hidden-layer cosines between B_l and the
+        JVP estimate of the Jacobian (near 1: the feedback is well aligned; noisy per step).
+    losses: up to 50 most recent mini-batch training losses.
+    anchors_used: anchors taken so far.
+    budget: the most anchors the run may take.
+
+Return:
+    True to take an anchor step now, else False.
+"""
+
+_TEMPLATE = FunctionTemplate(
+    name="take_anchor",
+    signature="def take_anchor(step: int, total_steps: int, align: list, losses: list, anchors_used: int, "
+              "budget: int) -> bool:",
+    docstring=_DOCSTRING,
+    baseline_body="    # Spread the budget uniformly over the run.\n"
+                  "    every = max(1, total_steps // max(budget, 1))\n"
+                  "    return step % every == 0\n",
+)
+_BODIES = {
+    "none": "    # Pure GrAPE: never anchor.\n    return False\n",
+    "front_loaded": "    # Spend the whole budget at the start, while the feedback is still unaligned.\n"
+                    "    return step < budget\n",
+    "low_alignment": "    # Anchor when the mean alignment of the last step is low, at most every 5 steps.\n"
+                     "    if not align or step % 5:\n        return step == 0\n"
+                     "    return float(np.mean(align[-1])) < 0.6\n",
+}
+
+
+def _source(body: str) -> str:
+    return f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(body)}"
+
+
+@dataclass(frozen=True)
+class AnchorInstance:
+    name: str
+    model: str
+    seed: int
+    steps: int
+    budget: int
+
+
+# short runs (60-80 steps), where the digits classifier is not yet saturated and anchors still matter
+_SPECS = {"train": (("mlp", 0, 60, 6),),
+          "test": (("mlp", 1, 80, 8), ("cnn", 2, 60, 6), ("mlp", 3, 60, 3))}
+
+
+class GrAPEAnchor(Evaluator):
+    """Held-out loss of GrAPE training on digits under an evolved backprop-anchor schedule."""
+
+    name = "grape_anchor"
+    description = ("Schedule the backprop anchor steps of GrAPE, a backprop-free trainer whose layers learn "
+                   "in parallel from feedback matrices aligned with the Jacobian by forward-mode estimates. "
+                   "Each step you decide whether to spend one of a few anchor steps (an exact backprop "
+                   "update); minimise the held-out cross-entropy of the trained digits classifier.")
+    direction = "minimize"
+    primary_metric = "test_loss"
+    template = _TEMPLATE
+    limits = Limits(timeout_s=120.0, cpu_s=180, memory_mb=8192)
+    baselines = {"uniform": _source(_TEMPLATE.baseline_body), **{k: _source(v) for k, v in _BODIES.items()}}
+    # Measured in-process, one torch thread (train re-checked by tests/evaluators/test_grape_anchor.py).
+    reference_figures = {
+        "uniform": {"train": {"test_loss": 0.3192, "test_acc": 0.938}, "test": {"test_loss": 0.3722, "test_acc": 0.9227}},
+        "none": {"train": {"test_loss": 0.3417, "test_acc": 0.930}, "test": {"test_loss": 0.3838, "test_acc": 0.9193}},
+        "front_loaded": {"train": {"test_loss": 0.2824, "test_acc": 0.942},
+                         "test": {"test_loss": 0.3500, "test_acc": 0.9227}},
+        "low_alignment": {"train": {"test_loss": 0.3106, "test_acc": 0.940},
+                          "test": {"test_loss": 0.3645, "test_acc": 0.9220}},
+    }
+    tags = ("training", "feedback-alignment", "forward-gradient", "torch")
+
+    def load_instances(self, instance_set: str) -> list[AnchorInstance]:
+        if instance_set not in _SPECS:
+            raise KeyError(f"unknown instance set {instance_set!r} for grape_anchor; known: {', '.join(_SPECS)}")
+        return [AnchorInstance(f"{m}/seed{s}", m, s, n, b) for m, s, n, b in _SPECS[instance_set]]
+
+    @staticmethod
+    def solve(heuristic: Callable[..., Any], instance: AnchorInstance) -> dict[str, Any]:
+        torch.set_num_threads(1)
+
+        def rule(step: int, total: int, align: list, losses: list, used: int) -> bool:
+            out = heuristic(step, total, align, losses, used, instance.budget)
+            if not isinstance(out, (bool, np.bool_, int, np.integer)) or out not in (0, 1):
+                raise ValueError(f"take_anchor must return a bool, got {type(out).__name__} {out!r}")
+            return bool(out)
+
+        run, _ = train("grape", instance.model, instance.steps, instance.seed, anchor_rule=rule,
+                       budget=instance.budget, log_every=0)
+        return {"anchors": run.anchors}
+
+    def score(self, instance: AnchorInstance, solution: Any) -> dict[str, float]:
+        anchors = solution.get("anchors") if isinstance(solution, dict) else None
+        if not isinstance(anchors, list) or not all(isinstance(a, int) and not isinstance(a, bool) for a in anchors):
+            raise InfeasibleSolution(f"{instance.name}: the solution must be {{'anchors': [int, ...]}}")
+        if len(set(anchors)) != len(anchors) or any(not 0 <= a < instance.steps for a in anchors):
+            raise InfeasibleSolution(f"{instance.name}: anchor steps must be distinct and in [0, {instance.steps})")
+        if len(anchors) > instance.budget:
+            raise InfeasibleSolution(f"{instance.name}: {len(anchors)} anchors exceed the budget {instance.budget}")
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            run, _ = train("grape", instance.model, instance.steps, instance.seed, anchor_steps=anchors,
+                           log_every=instance.steps - 1)
+        finally:
+            torch.set_num_threads(before)
+        d = run.to_dict()
+        return {"test_acc": run.test_acc, "test_loss": run.test_loss, "anchors": float(len(anchors)),
+                "layer_parallel_fraction": d["layer_parallel_fraction"],
+                "final_grad_cos": float(run.curve[-1]["grad_cos"])}

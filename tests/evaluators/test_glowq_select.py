@@ -1,0 +1,75 @@
+"""hifo.evaluators.glowq_select: baselines' figures, the parent's own parameter count and perplexity."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.evaluators.glowq_select import GlowQSelect
+
+
+@pytest.fixture(scope="module")
+def ev():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield GlowQSelect()
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def instance(ev):
+    return ev.load_instances("train")[0]
+
+
+def compiled(source: str):
+    ns: dict = {}
+    exec(source, ns)
+    return ns["choose_groups"]
+
+
+def test_declaration_and_instances_carry_no_model(ev, instance):
+    assert ev.name == "glowq_select" and ev.direction == "minimize" and ev.primary_metric == "ppl"
+    assert isinstance(inspect.getattr_static(GlowQSelect, "solve"), staticmethod)
+    assert len(instance.groups) == 8 and all(isinstance(v, (str, int, float, list)) for g in instance.groups
+                                             for v in g.values())
+    assert instance.budget < sum(g["extra_params"] for g in instance.groups)
+
+
+@pytest.mark.parametrize("name", ["glowq_s", "none", "in_order", "largest_error"])
+def test_baselines_reach_reference_figures(ev, instance, name):
+    metrics = ev.score(instance, ev.solve(compiled(ev.baselines[name]), instance))
+    for key, want in ev.reference_figures[name]["train"].items():
+        assert metrics[key] == pytest.approx(want, rel=1e-3, abs=1e-3), (name, key)
+    if name != "none":
+        assert metrics["ppl"] < ev.reference_figures["none"]["train"]["ppl"]
+
+
+def test_parent_counts_the_budget_and_checks_names(ev, instance):
+    everything = [g["name"] for g in instance.groups]
+    for bad in (everything, ["0.qkv", "0.qkv"], ["9.qkv"], "0.qkv", [1]):
+        with pytest.raises(InfeasibleSolution):
+            ev.score(instance, bad)
+    m = ev.score(instance, ["0.qkv"])
+    assert m["extra_params"] == 8 * (64 + 3 * 64) and m["extra_kib"] == pytest.approx(2 * 2048 / 1024)
+
+
+def test_baseline_runs_in_the_sandbox(ev):
+    from hifo.agents.evaluation import make_job, score_result
+    from hifo.sandbox import run_job
+
+    instances = ev.load_instances("train")
+    score = score_result(ev, instances, run_job(make_job(ev, ev.baseline_source(), instances)))
+    assert score.feasible, score.error
+    assert score.metrics["ppl"] == pytest.approx(ev.reference_figures["glowq_s"]["train"]["ppl"], rel=1e-3)
+
+
+def test_parallel_scoring_in_threads_matches_serial(ev, instance):
+    from concurrent.futures import ThreadPoolExecutor
+
+    sols = [["0.qkv"], ["1.down", "1.upgate"], []]
+    serial = [ev.score(instance, s)["ppl"] for s in sols]
+    with ThreadPoolExecutor(3) as ex:
+        assert [m["ppl"] for m in ex.map(lambda s: ev.score(instance, s), sols)] == serial
