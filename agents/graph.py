@@ -43,7 +43,7 @@ def _report_node(nodes: SearchNodes) -> Callable[[RunState], RunState]:
             summary["model_usage"] = {k: getattr(usage, k) for k in
                                       ("calls", "completions", "prompt_tokens", "completion_tokens", "cost_usd",
                                        "cache_hits") if hasattr(usage, k)}
-        base = [c for c in store.candidates("operator='baseline' AND status='evaluated'") if c.ok]
+        base = [c for c in store.candidates(operator="baseline", status="evaluated") if c.ok]
         summary["baselines"] = {c.thought: c.objective for c in base}
         if pop:
             best = pop[0]
@@ -271,7 +271,7 @@ def resume_run(run_dir: str | Path, *, client: Any | None = None, executor: Any 
             (run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
             rt.store.set_meta("config", json.loads(cfg.model_dump_json()))
         if finished:
-            rt.store.db.execute("DELETE FROM markers WHERE key='tested'")
+            rt.store.unmark("tested")
             rt.store.set_meta("stop_reason", None)
         rt.store.set_meta("status", "running")
         rt.emit("resume", pid=os.getpid(), evaluated=rt.store.count_evaluated(), extend=extend or None)

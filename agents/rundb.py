@@ -10,7 +10,6 @@ import json
 import sqlite3
 import time
 import uuid
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
@@ -188,22 +187,14 @@ class RunStore:
             raise KeyError(f"no candidate {cid!r}")
         return self._row(r)
 
-    def candidates(self, where: str | None = None, args: tuple = (), *, generation: int | None = None,
+    def candidates(self, *, generation: int | None = None,
                    up_to_generation: int | None = None, operator: Names = None, not_operator: Names = None,
-                   status: Names = None, feasible: bool | None = None, order: Order | str = "created",
+                   status: Names = None, feasible: bool | None = None, order: Order = "created",
                    limit: int | None = None) -> list[CandidateRow]:
-        """The candidates matching every filter given (a name filter takes one name or several).
-
-        ``where``/``args`` (an SQL fragment) is the deprecated form kept until every caller uses the
-        keyword filters; it warns, and its ``order`` may then still be an SQL expression.
-        """
+        """The candidates matching every filter given (a name filter takes one name or several),
+        in a named order; no SQL leaves this class."""
         conds: list[str] = []
         vals: list[Any] = []
-        if where is not None:
-            warnings.warn("RunStore.candidates(where=...) is deprecated: use the keyword filters",
-                          DeprecationWarning, stacklevel=2)
-            conds.append(f"({where})")
-            vals += list(args)
         for column, value, negate in (("operator", operator, False), ("operator", not_operator, True),
                                       ("status", status, False)):
             if value is not None:
@@ -219,12 +210,9 @@ class RunStore:
         if feasible is not None:
             conds.append("feasible=?")
             vals.append(int(feasible))
-        if order in _ORDERS:
-            by = _ORDERS[order]
-        elif where is not None:
-            by = order  # deprecated form: the caller's SQL
-        else:
+        if order not in _ORDERS:
             raise ValueError(f"unknown order {order!r}; one of {sorted(_ORDERS)}")
+        by = _ORDERS[order]
         q = f"SELECT * FROM candidates WHERE {' AND '.join(conds) or '1=1'} ORDER BY {by}"
         if limit is not None:
             q += " LIMIT ?"

@@ -78,7 +78,7 @@ class SearchNodes(DistillNode):
     def foresight(self, state: RunState) -> RunState:
         gen = state["generation"]
         pop = self._pop(state.get("population", []))
-        prev = [c for c in self.rt.store.candidates("generation=? AND operator!='baseline'", (gen - 1,))]
+        prev = [c for c in self.rt.store.candidates(generation=gen - 1, not_operator="baseline")]
         failure_rate = (sum(1 for c in prev if not c.ok) / len(prev)) if prev else None
         d = decide(gen, state.get("best_history", []), [c.code for c in pop], [self._vector(c) for c in pop],
                    failure_rate) if self.cfg.foresight else without_foresight(gen)
@@ -105,7 +105,7 @@ class SearchNodes(DistillNode):
         gen = state["generation"]
         pop = sorted(self._pop(state.get("population", [])), key=lambda c: -(c.fitness or -math.inf))
         if gen == 0 or not pop:
-            base = self.rt.store.candidates("operator='baseline' AND status='evaluated'")
+            base = self.rt.store.candidates(operator="baseline", status="evaluated")
             best_base = sorted([c for c in base if c.ok], key=lambda c: -c.fitness)[:1]
             return [("i1", best_base if self.style == "completion" else []) for _ in range(self.cfg.n_init)]
         ops = [o for o in LLM_OPERATORS if o != "i1"]
@@ -134,7 +134,7 @@ class SearchNodes(DistillNode):
         if store.marker(f"proposed:{gen}"):
             return {}
         # a batch half-written by a killed process is discarded whole; none of it was evaluated yet
-        store.db.execute("DELETE FROM candidates WHERE generation=? AND operator!='baseline'", (gen,))
+        store.discard_proposals(gen)
         rng = np.random.default_rng([self.cfg.seed, gen])
         recalled = [p for p in (self.rt.kb.get(i) for i in state.get("recalled", [])) if p is not None]
         plan = self._plan(state, rng)
@@ -225,7 +225,7 @@ class SearchNodes(DistillNode):
             return 0
         # the best candidate of the whole run that has constants to tune (the population's best
         # may have none: Best Fit's `-(bins - item)` has nothing to tune)
-        archive = [c for c in store.candidates("status='evaluated' AND feasible=1", order="fitness DESC, id")]
+        archive = [c for c in store.candidates(status="evaluated", feasible=True, order="fitness")]
         elite = next((c for c in archive if find_constants(c.code, self.ev.template.name)), None)
         if elite is None:
             return 0
@@ -248,9 +248,7 @@ class SearchNodes(DistillNode):
         cap = self.cfg.max_evaluations
         if cap is not None:
             room = max(0, cap - store.count_evaluated())
-            for c in pending[room:]:
-                store.db.execute("UPDATE candidates SET status='invalid', error='not evaluated: evaluation budget "
-                                 "spent' WHERE id=?", (c.id,))
+            store.expire([c.id for c in pending[room:]], "not evaluated: evaluation budget spent")
             pending = pending[:room]
         left = self.wall_left()
         if left is not None and left <= 0:
@@ -277,9 +275,8 @@ class SearchNodes(DistillNode):
                     self.rt.scorer.cancel(f, self._wall_reason())
                 late += [futs[f] for f in waiting]
                 waiting = set()
-        for c in late:  # left pending they would be evaluated by a resume; the run is over, so say why
-            store.db.execute("UPDATE candidates SET status='invalid', error=? WHERE id=?",
-                             (f"not evaluated: {self._wall_reason()}", c.id))
+        if late:  # left pending they would be evaluated by a resume; the run is over, so say why
+            store.expire([c.id for c in late], f"not evaluated: {self._wall_reason()}")
         out: RunState = {"evaluations": store.count_evaluated()}
         if cap is not None and out["evaluations"] >= cap and not state.get("stop_reason"):
             out["stop_reason"] = f"evaluation budget ({cap}) spent"  # the model is asked nothing more
@@ -290,7 +287,7 @@ class SearchNodes(DistillNode):
 
     def select(self, state: RunState) -> RunState:
         gen, store = state["generation"], self.rt.store
-        new = [c for c in store.candidates("generation=? AND status='evaluated'", (gen,)) if c.ok]
+        new = [c for c in store.candidates(generation=gen, status="evaluated") if c.ok]
         pool = {c.id: c for c in self._pop(state.get("population", [])) + new}
         ranked = sorted(pool.values(), key=lambda c: (-c.fitness, c.id))
         kept: list[CandidateRow] = []
@@ -304,7 +301,7 @@ class SearchNodes(DistillNode):
         population = (kept + clones)[: self.cfg.population]
         if not store.marker(f"hyper_told:{gen}"):
             by_parent: dict[str, list[CandidateRow]] = {}
-            for c in store.candidates("generation=? AND operator='hyper' AND status='evaluated'", (gen,)):
+            for c in store.candidates(generation=gen, operator="hyper", status="evaluated"):
                 by_parent.setdefault(c.parents[0], []).append(c)
             for pid, kids in by_parent.items():
                 parent = store.candidate(pid)

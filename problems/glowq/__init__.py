@@ -86,7 +86,14 @@ def input_scales(model: TinyLM, calib: torch.Tensor) -> dict[str, torch.Tensor]:
 
 
 def _weights(model: TinyLM, names) -> list[torch.Tensor]:
-    return [model.get_submodule(n).weight.detach() for n in names]
+    return [_weight(model, n).detach() for n in names]
+
+
+def _weight(model: nn.Module, name: str) -> torch.Tensor:
+    weight = model.get_submodule(name).weight
+    if not isinstance(weight, torch.Tensor):
+        raise TypeError(f"{name} has no weight tensor")
+    return weight
 
 
 def shared_factors(errors: list[torch.Tensor], s: torch.Tensor, rank: int):
@@ -129,8 +136,8 @@ def build_quantized(model: TinyLM, method: str, rank: int = 8, restore: list[str
     unknown = chosen - {g.name for g in groups}
     if unknown:
         raise ValueError(f"unknown groups {sorted(unknown)}")
-    if method != "rtn" and scales is None:
-        scales = input_scales(model, corpus()["calib"])
+    if scales is None:
+        scales = input_scales(model, corpus()["calib"]) if method != "rtn" else {}
     extra = 0
     for g in groups:
         Ws = _weights(model, g.layers)
@@ -147,7 +154,7 @@ def build_quantized(model: TinyLM, method: str, rank: int = 8, restore: list[str
             extra += extra_params(model, [g], rank, method)
         with torch.no_grad():
             for name, Wn in zip(g.layers, new):
-                q.get_submodule(name).weight.copy_(Wn)
+                _weight(q, name).copy_(Wn)
     return q, extra
 
 

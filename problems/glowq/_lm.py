@@ -85,7 +85,7 @@ def windows(data: torch.Tensor, ctx: int) -> tuple[torch.Tensor, torch.Tensor]:
     return data[: n * ctx].view(n, ctx), data[1: n * ctx + 1].view(n, ctx)
 
 
-def perplexity(model: nn.Module, data: torch.Tensor) -> float:
+def perplexity(model: TinyLM, data: torch.Tensor) -> float:
     """exp(mean next-character cross-entropy) over non-overlapping ``ctx`` windows of ``data``."""
     x, y = windows(data, model.ctx)
     with torch.no_grad():

@@ -29,6 +29,8 @@ output layer always takes its exact local gradient (as in DFA), and the tiny tra
 
 from __future__ import annotations
 
+import functools
+
 import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -111,7 +113,7 @@ def rank1_jacobian(fn: Callable[[torch.Tensor], torch.Tensor], h: torch.Tensor,
     """
     v = torch.randn(h.shape, generator=gen)
     with _JVP_LOCK:
-        _, u = torch.func.jvp(fn, (h.detach(),), (v,))
+        u = torch.func.jvp(fn, (h.detach(),), (v,))[1]
     return torch.einsum("bo,bi->oi", u.reshape(len(u), -1), v.reshape(len(v), -1)) / len(h)
 
 
@@ -120,7 +122,7 @@ def forward_gradient(f: Callable[[torch.Tensor], torch.Tensor], w: torch.Tensor,
     """The forward gradient ``(grad f . v) v`` of a scalar ``f`` at ``w`` (Baydin et al. 2022): unbiased."""
     v = torch.randn(w.shape, generator=gen)
     with _JVP_LOCK:
-        _, d = torch.func.jvp(f, (w,), (v,))
+        d = torch.func.jvp(f, (w,), (v,))[1]
     return d * v
 
 
@@ -159,7 +161,10 @@ def evaluate(net: Net, X: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
 def _true_grads(net: Net, x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
     net.zero_grad()
     F.cross_entropy(net(x), y).backward()
-    return [p.grad.detach().clone() for p in net.parameters()]
+    grads = [p.grad for p in net.parameters()]
+    if any(g is None for g in grads):
+        raise RuntimeError("a parameter got no gradient")
+    return [g.detach().clone() for g in grads if g is not None]
 
 
 def train(method: str, model: str = "mlp", steps: int = 300, seed: int = 0, batch: int = 64,
@@ -202,6 +207,7 @@ def train(method: str, model: str = "mlp", steps: int = 300, seed: int = 0, batc
         log = log_every and (step % log_every == 0 or step == steps - 1)
         true = _true_grads(net, x, y) if (log or method == "backprop" or anchor) else None
         if method == "backprop" or anchor:
+            assert true is not None  # computed above for exactly these steps
             grads = true
             if anchor:
                 run.anchors.append(step)
@@ -209,14 +215,13 @@ def train(method: str, model: str = "mlp", steps: int = 300, seed: int = 0, batc
                 loss = float(F.cross_entropy(net(x), y))
         else:
             grads, loss = _local_grads(net, B, x, y)
-        if method == "grape":
+        if opt_B is not None:  # GrAPE
             run.align.append(_align_feedback(net, B, opt_B, x, gen))
         run.losses.append(loss)
-        if log:
-            flat = lambda gs: torch.cat([g.reshape(-1) for g in gs])  # noqa: E731
+        if log and true is not None:
             acc, _ = evaluate(net, Xte, yte)
-            run.curve.append({"step": step, "test_acc": acc, "grad_cos": cosine(flat(grads), flat(true)),
-                              "hidden_grad_cos": cosine(flat(grads[:-2]), flat(true[:-2]))})
+            run.curve.append({"step": step, "test_acc": acc, "grad_cos": cosine(_flat(grads), _flat(true)),
+                              "hidden_grad_cos": cosine(_flat(grads[:-2]), _flat(true[:-2]))})
         opt.zero_grad()
         for p, g in zip(params, grads):
             p.grad = g
@@ -225,10 +230,15 @@ def train(method: str, model: str = "mlp", steps: int = 300, seed: int = 0, batc
     return run, net
 
 
-def _local_grads(net: Net, B: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor):
+def _flat(gs: list[torch.Tensor]) -> torch.Tensor:
+    return torch.cat([g.reshape(-1) for g in gs])
+
+
+def _local_grads(net: Net, B: list[torch.Tensor], x: torch.Tensor,
+                 y: torch.Tensor) -> tuple[list[torch.Tensor], float]:
     """DFA-style layer-local gradients: block ``l`` gets ``dL/dh_l := e B_l`` with its input detached;
     the head gets its exact gradient. No backward pass crosses a block boundary."""
-    grads = []
+    grads: list[torch.Tensor] = []
     h_in = x
     outs = []
     for block in net.blocks:
@@ -251,9 +261,10 @@ def _align_feedback(net: Net, B: list[torch.Tensor], opt_B: torch.optim.Optimize
     the cosines before the step (the alignment the slot sees)."""
     with torch.no_grad():
         hs = net.hidden(x)
-    cosines, loss = [], 0.0
+    cosines: list[float] = []
+    loss = torch.zeros(())
     for l, h in enumerate(hs):
-        J_hat = rank1_jacobian(lambda z, l=l: net.rest(l, z), h, gen).detach()
+        J_hat = rank1_jacobian(functools.partial(net.rest, l), h, gen).detach()
         c = F.cosine_similarity(B[l].reshape(1, -1), J_hat.reshape(1, -1))[0]
         cosines.append(float(c.detach()))
         loss = loss + (1.0 - c)

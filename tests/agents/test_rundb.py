@@ -47,8 +47,8 @@ def test_no_sql_from_callers(tmp_path):
         s.candidates(order="fitness; DROP TABLE candidates")
     # a name filter is a bound value, never pasted
     assert s.candidates(operator="x' OR '1'='1") == []
-    with pytest.warns(DeprecationWarning):
-        assert [c.id for c in s.candidates("operator='m1'")] == ["g1-1"]
+    with pytest.raises(TypeError):  # no positional SQL fragment any more
+        s.candidates("operator='m1'")  # type: ignore[misc]
 
 
 def test_prompt_usage_tolerates_damage(tmp_path):
