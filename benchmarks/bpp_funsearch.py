@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.bpp_best_fit import _compile
 from hifo.evaluators.bpp_online import BinPackingOnline
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bpp_funsearch.json"
@@ -36,12 +37,6 @@ def priority(item, bins):
 '''
 
 PAPER_EXCESS_PERCENT = {"weibull_5k": 0.68}
-
-
-def _compile(source: str, entry: str):
-    namespace: dict = {}
-    exec(compile(source, "<reference>", "exec"), namespace)
-    return namespace[entry]
 
 
 def main(argv: list[str] | None = None) -> dict:
