@@ -72,4 +72,6 @@ def test_parallel_scoring_in_threads_matches_serial(ev, instance):
     sols = [["0.qkv"], ["1.down", "1.upgate"], []]
     serial = [ev.score(instance, s)["ppl"] for s in sols]
     with ThreadPoolExecutor(3) as ex:
-        assert [m["ppl"] for m in ex.map(lambda s: ev.score(instance, s), sols)] == serial
+        parallel = [m["ppl"] for m in ex.map(lambda s: ev.score(instance, s), sols)]
+    # same models and choices; only the order of float reductions may differ between threads (~1e-7)
+    assert parallel == pytest.approx(serial, rel=1e-6)

@@ -110,7 +110,14 @@ def test_blocked_user_namespaces_are_named_with_their_fix(as_user):
         "print('LAYER:', report['layers']['read_only_fs'])\n"
     )
     wrap = ["bwrap", "--unshare-user", "--disable-userns", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
-            "--tmpfs", "/tmp", "--"]
+            "--tmpfs", "/tmp"]
+    python, sites, _ = _interpreter()
+    under_tmp = sorted(p for p in {str(REPO), *sites, sys.prefix, os.path.dirname(os.path.realpath(python or ""))}
+                       if p.startswith("/tmp/") and os.path.exists(p))
+    for path in under_tmp:  # a checkout under /tmp: bound back over the tmpfs (once, outermost first)
+        if not any(path.startswith(q + os.sep) for q in under_tmp):
+            wrap += ["--ro-bind", path, path]
+    wrap.append("--")
     done = as_user(code, wrap=wrap, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     out, err = done.stdout, done.stderr
