@@ -4,12 +4,12 @@ same generation.  The extra call goes through the run's client like every other 
 against ``--max-calls``/``--max-cost``, is recorded in a cassette and served from the response cache
 on ``hifo resume`` (a resumed generation does not call the model again).
 
-What counts as fixable: undefined names left after the deterministic `repair`, syntax errors, a wrong
-number of arguments, an empty body, a forbidden import.  A reply without any code (a refusal, prose)
-is not repaired: there is nothing to feed back.  Errors raised while the candidate *runs* in the
-sandbox (exceptions, wrong return shape at run time) are not repaired here — they are known only after
-evaluation, and a second evaluation round per generation is not implemented (see the report of
-issue 12).
+What counts as fixable: undefined names left after the deterministic `repair`, syntax errors (code that
+is not valid Python), code without the entry function, a wrong number of arguments, an empty body.
+A reply without any code (a refusal, prose) is not repaired: there is nothing to feed back.  Errors
+raised while the candidate *runs* in the sandbox (exceptions, a wrong return shape at run time) are not
+repaired: they are known only after evaluation, and a second evaluation round per generation is not
+built yet.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from hifo.agents.repair import repair
 from hifo.sandbox._scrub import scrub
 
 ERROR_CHARS = 300  # how much of an error message goes back to the model
-_FIXABLE = ("undefined name", "syntax error", "arguments, expected", "empty body", "import", "not allowed",
-            "forbidden")
+_FIXABLE = ("undefined name", "syntax error", "not valid python", "no function named", "arguments, expected",
+            "empty body", "import", "not allowed", "forbidden")
 
 
 @dataclass
@@ -67,7 +67,7 @@ def fixable(parsed: Parsed) -> bool:
 def repair_messages(style: str, messages: list[dict[str, str]], reply: str, parsed: Parsed, entry: str,
                     prefix: str) -> list[dict[str, str]]:
     """The prompt of the repair call: the original prompt, the failing code and its short error."""
-    error = " ".join(scrub(parsed.error or "", limit=ERROR_CHARS).split())[:ERROR_CHARS]
+    error = " ".join((scrub(parsed.error or "", limit=ERROR_CHARS) or "").split())[:ERROR_CHARS]
     if style == "chat":
         return [*messages, {"role": "assistant", "content": reply},
                 {"role": "user", "content": f"That code fails: {error}\nFix it. Reply with the complete corrected "

@@ -245,8 +245,9 @@ class SearchNodes(DistillNode):
         fixed = parse_reply(rep.text, self.ev, pr)
         self._n_repaired += 1
         self.rt.emit("feedback_repair", generation=gen, id=common["cid"], error=parsed.error, ok=fixed.code is not None)
-        self._n_repair_new += self._add_parsed(fixed, {**common, "operator": "repair", "parents": [common["cid"]], "cid": common["cid"] + "r",
-                                 "prompt_id": pid, "usage": usage}, seen)
+        child = {**common, "operator": "repair", "parents": [common["cid"]], "cid": common["cid"] + "r",
+                 "prompt_id": pid, "usage": usage}
+        self._n_repair_new += self._add_parsed(fixed, child, seen)
         return None
 
     def _propose_hyper(self, state: RunState, rng: np.random.Generator, seen: set[str]) -> int:
