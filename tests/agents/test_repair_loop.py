@@ -99,3 +99,17 @@ def test_resume_gets_repair_replies_from_the_cache(tmp_path):
     assert again.calls == 1 and again.repair_calls == 1
     cands = _cands(run_dir)
     assert cands["g0-000r"].ok and cands["g0-001r"].ok
+
+
+def test_what_is_fed_back():
+    from hifo.agents.repair_loop import Parsed, fixable, repair_messages
+
+    assert not fixable(Parsed(code=None, error="reply is not valid Python", raw="I cannot write code today."))
+    assert fixable(Parsed(code=None, error="reply is not valid Python", raw="```python\ndef priority(:\n```"))
+    assert not fixable(Parsed(code="def priority(item, bins):\n    return bins\n"))
+    bad = Parsed(code=None, error="undefined name(s): w " + "x" * 1000, raw="def priority(item, bins): return w")
+    msgs = repair_messages("completion", [{"role": "prompt", "content": "def priority_v0(item, bins):\n  ...\n\n"}],
+                           "  return w", bad, "priority", "def priority_v1(item, bins):\n")
+    # completion style: one prompt that shows the failing version, its short error, then the def line again
+    assert len(msgs) == 1 and msgs[0]["content"].endswith("# Fixed:\ndef priority_v1(item, bins):\n")
+    assert "undefined name(s): w" in msgs[0]["content"] and len(msgs[0]["content"]) < 500
