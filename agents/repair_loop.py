@@ -37,6 +37,7 @@ class Parsed:
     error: str | None = None
     fixes: list[str] = field(default_factory=list)
     raw: str = ""  # the code to show the model in a repair prompt
+    has_code: bool = True  # False: a chat reply with no code block and no def (a refusal, prose)
 
 
 def parse_reply(text: str, ev: Any, pr: Any) -> Parsed:
@@ -45,7 +46,9 @@ def parse_reply(text: str, ev: Any, pr: Any) -> Parsed:
     try:
         ex = extract_code(text, tpl.name, tpl.imports, pr.prefix)
     except CodeError as exc:
-        return Parsed(code=None, error=str(exc), raw=text[:4000])
+        # a completion-style reply continues the def line of the prompt: it is code by construction
+        return Parsed(code=None, error=str(exc), raw=text[:4000],
+                      has_code=bool(pr.prefix) or "```" in text or "def " in text)
     fixed = repair(ex.code, tpl.name, tpl.signature, pr.versions)
     if fixed.unresolved:  # it would fail at its first call: not worth a sandbox evaluation
         return Parsed(code=None, thought=ex.thought, raw=ex.code,
@@ -58,7 +61,7 @@ def fixable(parsed: Parsed) -> bool:
     """Worth one repair call: there is code to show and the error is one the model can fix."""
     if parsed.code is not None or not parsed.error:
         return False
-    if "```" not in parsed.raw and "def " not in parsed.raw:
+    if not parsed.has_code:
         return False  # no code in the reply at all
     low = parsed.error.lower()
     return any(k in low for k in _FIXABLE)

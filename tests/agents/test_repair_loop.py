@@ -104,7 +104,7 @@ def test_resume_gets_repair_replies_from_the_cache(tmp_path):
 def test_what_is_fed_back():
     from hifo.agents.repair_loop import Parsed, fixable, repair_messages
 
-    assert not fixable(Parsed(code=None, error="reply is not valid Python", raw="I cannot write code today."))
+    assert not fixable(Parsed(code=None, error="reply is not valid Python", raw="I cannot", has_code=False))
     assert fixable(Parsed(code=None, error="reply is not valid Python", raw="```python\ndef priority(:\n```"))
     assert not fixable(Parsed(code="def priority(item, bins):\n    return bins\n"))
     bad = Parsed(code=None, error="undefined name(s): w " + "x" * 1000, raw="def priority(item, bins): return w")
