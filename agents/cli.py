@@ -93,6 +93,8 @@ def run(
     no_check: bool = typer.Option(False, "--no-check", help="skip the pre-flight call to the model"),
     target: Optional[float] = typer.Option(None, "--target", help="stop once the best reaches this metric value"),
     patience: Optional[int] = typer.Option(None, "--patience", help="stop after N generations without a new best"),
+    repair: Optional[bool] = typer.Option(None, "--repair/--no-repair",
+                                          help="send a failing candidate's error back to the model once [default: on]"),
 ) -> None:
     """Launch a heuristic search."""
     import tomllib
@@ -111,7 +113,8 @@ def run(
                      seed=seed, train_set=train_set, test_set=test_set, workers=workers,
                      record=str(record) if record else None, distill=False if no_distill else None,
                      model_principles=model_principles, isolation=isolation, executor=executor, address=address,
-                     llm_cache=False if no_cache else None, target=target, patience=patience)
+                     llm_cache=False if no_cache else None, target=target, patience=patience,
+                     repair=repair)
     try:
         cfg = load_config(config, overrides)
     except ValidationError as exc:

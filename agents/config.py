@@ -41,6 +41,8 @@ class RunConfig(BaseModel):
     recall_k: int = Field(5, ge=0, le=50)
     cross_problem: bool = True
     distill: bool = True
+    repair: bool = Field(True, description="error feedback: a reply whose code fails a static check goes back to "
+                                           "the model once, with its error, within the call budget")
     foresight: bool = Field(True, description="off: no regime or directive in the prompts, fixed operator weights "
                                               "(the ablation of benchmarks/discovery.py)")
     model_principles: Literal["auto", "on", "off"] = Field(
@@ -88,11 +90,12 @@ def load_config(path: str | Path | None, overrides: dict[str, Any]) -> RunConfig
 
 
 # settings whose command-line flag is not simply --the-field-name
-_FLAGS = {"max_wall_s": "--max-wall", "distill": "--no-distill", "llm_cache": "--no-cache"}
+_FLAGS = {"max_wall_s": "--max-wall", "distill": "--no-distill", "llm_cache": "--no-cache",
+          "repair": "--repair/--no-repair"}
 _CLI_FIELDS = {"problem", "model", "generations", "population", "offspring", "max_evaluations", "max_cost",
                "max_calls", "max_wall_s", "run_dir", "kb", "seed", "train_set", "test_set", "workers", "record",
                "distill", "model_principles", "isolation", "executor", "address", "llm_cache", "target",
-               "patience"}
+               "patience", "repair"}
 
 
 def flag_name(field: str) -> str:

@@ -18,14 +18,14 @@ import numpy as np
 
 from hifo.agents import hyper
 from hifo.agents.llm.base import ModelUnavailable
-from hifo.agents.code import CodeError, check_source, extract_code, find_constants, normalized_hash
+from hifo.agents.code import check_source, find_constants, normalized_hash
 from hifo.agents.foresight import decide, without_foresight
 from hifo.agents.llm.base import BudgetExceeded, LLMError
-from hifo.agents.prompting import (LLM_OPERATORS, N_PARENTS, link_versions, render_operator)
+from hifo.agents.prompting import LLM_OPERATORS, N_PARENTS, render_operator
 from hifo.agents.distill import DISTILL_ERROR_CHARS, DistillNode, _view
 from hifo.agents.rundb import CandidateRow
 from hifo.agents.runtime import RunState, Runtime, WallTimeSpent, _stop_reason
-from hifo.agents.repair import repair
+from hifo.agents.repair_loop import Parsed, fixable, parse_reply, repair_messages
 from hifo.knowledge_base import assign_subsets
 from hifo.knowledge_base.seeds import seed_if_empty
 
@@ -173,7 +173,9 @@ class SearchNodes(DistillNode):
             self.rt.emit("model_errors", generation=gen, errors=len(errors), calls=len(replies),
                          error=" ".join(str(errors[0]).split())[:300])
         seen: set[str] = set()
-        n_ok = n_fixed = 0
+        n_ok = 0
+        to_repair: list[tuple[int, str, Parsed, dict]] = []
+        self._n_fixed = self._n_repaired = self._n_repair_new = 0
         for i, ((op, parents), pr) in enumerate(zip(plan, prompts)):
             if i not in replies:
                 continue
@@ -190,33 +192,63 @@ class SearchNodes(DistillNode):
                 store.add_candidate(code="", code_hash=None, status="invalid", error=f"model call failed: {rep}",
                                     **common)
                 continue
-            try:
-                ex = extract_code(text, self.ev.template.name, self.ev.template.imports, pr.prefix)
-            except CodeError as exc:
-                store.add_candidate(code=text[:4000], code_hash=None, status="invalid", error=str(exc), **common)
-                continue
-            fixed = repair(ex.code, self.ev.template.name, self.ev.template.signature, pr.versions)
-            if fixed.unresolved:  # it would fail at its first call: not worth a sandbox evaluation
-                store.add_candidate(code=ex.code, code_hash=None, status="invalid", thought=ex.thought,
-                                    error=f"undefined name(s): {', '.join(fixed.unresolved)}", **common)
-                continue
-            code = link_versions(fixed.code, self.ev.template.name, pr.versions) if pr.versions else fixed.code
-            ex = type(ex)(code=code, thought=ex.thought)
-            if fixed.fixes:
-                n_fixed += 1
-                self.rt.emit("repaired", generation=gen, id=common["cid"], fixes=fixed.fixes)
-            h = normalized_hash(ex.code)
-            dup = h in seen or store.has_hash(h)
-            seen.add(h)
-            store.add_candidate(code=ex.code, code_hash=h, thought=ex.thought,
-                                status="duplicate" if dup else "pending",
-                                error="duplicate of an earlier candidate" if dup else None, **common)
-            n_ok += 0 if dup else 1
+            parsed = parse_reply(text, self.ev, pr)
+            if parsed.code is None and self.cfg.repair and fixable(parsed) and stop_reason is None:
+                to_repair.append((i, text, parsed, common))
+            n_ok += self._add_parsed(parsed, common, seen)
+        for i, text, parsed, common in to_repair:  # error feedback: once per failing reply, in the budget
+            if stop_reason is None:
+                stop_reason = self._repair_one(plan[i][0], prompts[i], text, parsed, common, seen, i)
         n_hyper = self._propose_hyper(state, rng, seen)
         store.mark(f"proposed:{gen}")
-        self.rt.emit("propose", generation=gen, prompts=len(prompts), replies=len(replies), new=n_ok,
-                     hyper=n_hyper, repaired=n_fixed, stop_reason=stop_reason)
+        self.rt.emit("propose", generation=gen, prompts=len(prompts), replies=len(replies), new=n_ok + self._n_repair_new,
+                     hyper=n_hyper, repaired=self._n_fixed,
+                     feedback_repairs=self._n_repaired, stop_reason=stop_reason)
         return {"stop_reason": stop_reason} if stop_reason else {}
+
+    def _add_parsed(self, parsed: Parsed, common: dict, seen: set[str]) -> int:
+        """Record one parsed reply as a candidate: invalid, duplicate (rejected before evaluation) or
+        pending; returns 1 when it is new and goes to evaluation."""
+        store = self.rt.store
+        if parsed.code is None:
+            store.add_candidate(code=parsed.raw[:4000], code_hash=None, status="invalid", thought=parsed.thought,
+                                error=parsed.error, **common)
+            return 0
+        if parsed.fixes:
+            self._n_fixed += 1
+            self.rt.emit("repaired", generation=common["generation"], id=common["cid"], fixes=parsed.fixes)
+        h = normalized_hash(parsed.code)
+        dup = h in seen or store.has_hash(h)
+        seen.add(h)
+        store.add_candidate(code=parsed.code, code_hash=h, thought=parsed.thought,
+                            status="duplicate" if dup else "pending",
+                            error="duplicate of an earlier candidate" if dup else None, **common)
+        return 0 if dup else 1
+
+    def _repair_one(self, op: str, pr: Any, text: str, parsed: Parsed, common: dict, seen: set[str],
+                    i: int) -> str | None:
+        """One error-feedback call for a failing reply; the result is its own candidate (operator
+        "repair", parent: the failing one). Returns a stop reason when a budget stopped the call."""
+        gen = common["generation"]
+        messages = repair_messages(self.style, pr.messages, text, parsed, self.ev.template.name, pr.prefix)
+        try:
+            rep = self._call(messages, self.cfg.seed * 100_003 + gen * 1_009 + i + 500_009, pr.stop)
+        except BudgetExceeded as exc:
+            return _stop_reason(exc)
+        except LLMError as exc:
+            self.rt.emit("model_errors", generation=gen, errors=1, calls=1, error=" ".join(str(exc).split())[:300])
+            return None
+        usage = rep.to_dict()
+        usage.pop("text", None)
+        pid = self.rt.store.add_prompt(generation=gen, operator="repair", messages=messages,
+                                       principle_ids=common["principle_ids"], reply=rep.text, usage=usage)
+        fixed = parse_reply(rep.text, self.ev, pr)
+        self._n_repaired += 1
+        self.rt.emit("feedback_repair", generation=gen, id=common["cid"], error=parsed.error, ok=fixed.code is not None)
+        child = {**common, "operator": "repair", "parents": [common["cid"]], "cid": common["cid"] + "r",
+                 "prompt_id": pid, "usage": usage}
+        self._n_repair_new += self._add_parsed(fixed, child, seen)
+        return None
 
     def _propose_hyper(self, state: RunState, rng: np.random.Generator, seen: set[str]) -> int:
         gen, store = state["generation"], self.rt.store
