@@ -76,9 +76,9 @@ def test_parent_times_each_instance_from_the_childs_marks():
     job = make_job(ev, ev.baseline_source(), instances)
     result = run_job(job)
     assert result.ok and len(result.instance_s) == 2 and all(t >= 0 for t in result.instance_s)
-    # on a busy machine the parent may read both marks at once: the first instance then carries the time of
-    # both (an overestimate, never in the candidate's favour) and the second reads 0
-    assert result.instance_s[0] > 0
+    # on a busy machine the parent may read several marks at once: the earlier instance then carries the time
+    # of both (an overestimate, never in the candidate's favour) and the later one reads 0
+    assert sum(result.instance_s) > 0
     assert sum(result.instance_s) < result.wall_s  # measured inside the job's wall time, by the parent
 
 
