@@ -16,7 +16,7 @@ import sqlite3
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from hifo.agents.config import RunConfig, default_runs_dir
 from hifo.agents.rundb import RunStore
@@ -106,7 +106,8 @@ def build_graph(nodes: SearchNodes):
     g = StateGraph(RunState)
     for name in ("seed", "foresight", "recall", "propose", "evaluate", "select", "distill"):
         g.add_node(name, getattr(nodes, name))
-    g.add_node("report", _report_node(nodes))
+    # langgraph's overloads cannot infer the node's input type from a plain Callable[[RunState], RunState]
+    g.add_node("report", cast(Any, _report_node(nodes)))
     g.add_edge(START, "seed")
     g.add_edge("seed", "foresight")
     g.add_edge("foresight", "recall")
@@ -194,9 +195,10 @@ def _mark_ended(rt: Runtime, exc: BaseException) -> None:
 
 def _close(rt: Runtime) -> None:
     rt.store.close()
-    if getattr(rt, "owned_executor", None) is not None:
+    ex = rt.owned_executor
+    if ex is not None:
         # kills candidates still running (Ctrl-C, budget stop) instead of waiting for them
-        rt.owned_executor.shutdown(wait=True, cancel_futures=True)
+        ex.shutdown(wait=True, cancel_futures=True)
 
 
 def new_run_dir(cfg: RunConfig) -> Path:

@@ -33,6 +33,11 @@ from hifo.knowledge_base.seeds import seed_if_empty
 __all__ = ["DISTILL_ERROR_CHARS", "RunState", "Runtime", "SearchNodes", "WallTimeSpent"]
 
 
+def _fit(c: CandidateRow | None) -> float:
+    """A candidate's fitness for ranking: -inf for one without a score (or no candidate)."""
+    return c.fitness if c is not None and c.fitness is not None else -math.inf
+
+
 class SearchNodes(DistillNode):
     def __init__(self, rt: Runtime):
         self.rt = rt
@@ -103,10 +108,10 @@ class SearchNodes(DistillNode):
 
     def _plan(self, state: RunState, rng: np.random.Generator) -> list[tuple[str, list[CandidateRow]]]:
         gen = state["generation"]
-        pop = sorted(self._pop(state.get("population", [])), key=lambda c: -(c.fitness or -math.inf))
+        pop = sorted(self._pop(state.get("population", [])), key=lambda c: -_fit(c))
         if gen == 0 or not pop:
             base = self.rt.store.candidates(operator="baseline", status="evaluated")
-            best_base = sorted([c for c in base if c.ok], key=lambda c: -c.fitness)[:1]
+            best_base = sorted([c for c in base if c.ok], key=lambda c: -_fit(c))[:1]
             return [("i1", best_base if self.style == "completion" else []) for _ in range(self.cfg.n_init)]
         ops = [o for o in LLM_OPERATORS if o != "i1"]
         w = np.array([state["weights"].get(o, 0.0) for o in ops], dtype=float)
@@ -118,7 +123,7 @@ class SearchNodes(DistillNode):
         for _ in range(self.cfg.n_offspring):
             op = str(rng.choice(ops, p=w))
             k = min(N_PARENTS[op], len(pop))
-            idx = rng.choice(len(pop), size=k, replace=False, p=rank_w) if k else []
+            idx = [int(j) for j in rng.choice(len(pop), size=k, replace=False, p=rank_w)] if k else []
             plan.append((op, [pop[i] for i in idx]))
         return plan
 
@@ -185,7 +190,7 @@ class SearchNodes(DistillNode):
             usage.pop("text", None)
             pid = store.add_prompt(generation=gen, operator=op, messages=pr.messages,
                                    principle_ids=subsets[i], reply=text, usage=usage)
-            common = dict(generation=gen, operator=op, parents=[p.id for p in parents], cid=f"g{gen}-{i:03d}",
+            common: dict[str, Any] = dict(generation=gen, operator=op, parents=[p.id for p in parents], cid=f"g{gen}-{i:03d}",
                           regime=state.get("regime"), principle_ids=subsets[i], prompt_id=pid,
                           usage=usage)
             if text is None:
@@ -321,7 +326,7 @@ class SearchNodes(DistillNode):
         gen, store = state["generation"], self.rt.store
         new = [c for c in store.candidates(generation=gen, status="evaluated") if c.ok]
         pool = {c.id: c for c in self._pop(state.get("population", [])) + new}
-        ranked = sorted(pool.values(), key=lambda c: (-c.fitness, c.id))
+        ranked = sorted(pool.values(), key=lambda c: (-_fit(c), c.id))
         kept: list[CandidateRow] = []
         clones: list[CandidateRow] = []
         for c in ranked:  # diversity protection: behavioural clones only fill leftover slots
@@ -337,18 +342,18 @@ class SearchNodes(DistillNode):
                 by_parent.setdefault(c.parents[0], []).append(c)
             for pid, kids in by_parent.items():
                 parent = store.candidate(pid)
-                wins = sum(1 for k in kids if k.ok and k.fitness > (parent.fitness or -math.inf))
+                wins = sum(1 for k in kids if k.ok and _fit(k) > _fit(parent))
                 st = hyper.HyperState(**(store.marker(f"hyper:{parent.code_hash}") or {}))
                 store.mark(f"hyper:{parent.code_hash}", hyper.tell(st, len(kids), wins).to_dict())
             store.mark(f"hyper_told:{gen}")
         history = list(state.get("best_history", []))
         if population:
             best = population[0]
-            if not history or best.fitness > max(history):
+            if not history or _fit(best) > max(history):
                 (self.rt.run_dir / "best.py").write_text(
                     f"# hifo run {self.rt.run_id}, candidate {best.id}, generation {best.generation}, "
                     f"{self.ev.primary_metric} = {best.objective:.6g} on '{self.rt.scorer.instance_set}'\n{best.code}")
-            history.append(max([best.fitness, *history]))
+            history.append(max([_fit(best), *history]))
         self.rt.emit("select", generation=gen, population=[c.id for c in population],
                      best=population[0].objective if population else None,
                      best_id=population[0].id if population else None)

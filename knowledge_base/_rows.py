@@ -62,6 +62,14 @@ def one(conn: sqlite3.Connection, pid: str) -> Principle | None:
     return found[0] if found else None
 
 
+def must(conn: sqlite3.Connection, pid: str) -> Principle:
+    """The principle with id ``pid``; raises `PrincipleNotFound` when there is none."""
+    p = one(conn, pid)
+    if p is None:
+        raise PrincipleNotFound(f"no principle with id {pid!r}")
+    return p
+
+
 def resolve_id(conn: sqlite3.Connection, pid: str) -> str:
     """Follow ``merged_into`` from ``pid`` to the principle that absorbed it."""
     current = pid

@@ -97,9 +97,10 @@ def read_import(path: Path) -> tuple[list[Principle], list[dict[str, Any]]]:
     elif isinstance(document, dict) and document.get("format") == EXPORT_FORMAT:
         if document.get("version", 0) > EXPORT_VERSION:
             raise ValueError(f"{path} is export version {document['version']}; this hifo reads {EXPORT_VERSION}")
-        items = document.get("principles")
-        if not isinstance(items, list):
+        listed = document.get("principles")
+        if not isinstance(listed, list):
             raise ValueError(f"{path}: 'principles' must be a list")
+        items = listed
     else:
         raise ValueError(f"{path} is neither a hifo principles export nor a JSON list of principles")
     full: list[Principle] = []
@@ -131,7 +132,7 @@ def apply_import(
 
     for record in full:
         if record.id in existing_ids:
-            report[_update(conn, _rows.one(conn, record.id), record, now)] += 1
+            report[_update(conn, _rows.must(conn, record.id), record, now)] += 1
             continue
         duplicate = None
         if record.status == "active" and record.merged_into is None:

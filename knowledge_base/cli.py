@@ -68,6 +68,14 @@ def _open(kb: Path | None, *, create: bool = False) -> KnowledgeBase | None:
         _fail(str(exc))
 
 
+def _open_or_create(kb: Path | None) -> KnowledgeBase:
+    """Open the store, creating it when it does not exist."""
+    store = _open(kb, create=True)
+    if store is None:  # KnowledgeBase(create=True) makes the file; a None here is a bug, not a user error
+        _fail(f"could not create the knowledge base {_kb_path(kb)}")
+    return store
+
+
 def _emit_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
@@ -161,6 +169,8 @@ def show_command(
             p = store.get(store.find_id(principle_id))
         except PrincipleNotFound as exc:
             _fail(f"unknown principle id: {exc.args[0]}")
+    if p is None:
+        _fail(f"unknown principle id {principle_id!r}")
     if as_json:
         _emit_json(p.to_dict())
         return
@@ -239,7 +249,7 @@ def import_command(
     """Merge principles from a JSON file; importing the same file twice adds nothing."""
     if not path.is_file():
         _fail(f"{path} does not exist")
-    store = _open(kb, create=True)
+    store = _open_or_create(kb)
     with store:
         try:
             report = store.import_json(path)
@@ -267,7 +277,7 @@ def prune_command(
     else:
         with store:
             ids = store.prune(min_uses, max_utility, dry_run=dry_run)
-            retired = [store.get(pid) for pid in ids]
+            retired = [p for p in (store.get(pid) for pid in ids) if p is not None]
     if as_json:
         _emit_json({"retired": [p.id for p in retired], "dry_run": dry_run,
                     "principles": [p.to_dict() for p in retired]})
@@ -289,7 +299,7 @@ def add_command(
     problem: Annotated[Optional[str], typer.Option("--problem", help="The problem it is about (none: general).")] = None,
 ) -> None:
     """Add a principle of your own (source "user"); a near-duplicate is merged into the existing one."""
-    store = _open(kb, create=True)
+    store = _open_or_create(kb)
     with store:
         try:
             p = store.add(text, tags or [], problem, source="user")

@@ -8,8 +8,9 @@ in the same order.
 
 Rules (defaults in brackets):
 
-* **binary features** (scored candidates only: failures are left out of every feature contrast) — a function ``np.X`` / ``math.X`` called, division, powers, exponentials,
-  logarithms, branching (``if``, conditional expressions, ``np.where``/``np.select``), loops and
+* **binary features** (scored candidates only: failures are left out of every feature contrast) — a
+  function ``np.X`` / ``math.X`` called, division, powers, exponentials, logarithms, branching (``if``,
+  conditional expressions, ``np.where``/``np.select``), loops and
   comprehensions, tiny (0 < |c| < 0.01) or large (|c| ≥ 100) numeric constants, each argument of the
   entry function being used.  "Scored better" when the share among elites exceeds the share among weak
   candidates by at least ``min_difference`` [0.5] and at least ``min_support`` [2] elites have it;
@@ -349,7 +350,9 @@ def contrast_principles(
     # design features are contrasted between *scored* candidates only: a crash says nothing about a design
     # feature (issue 12: crashed offspring taught "shorter heuristics scored better"); failures feed the
     # error advice above instead
-    scored = lambda cs: [c for c in cs if not _failed(c)]
+    def scored(cs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        return [c for c in cs if not _failed(c)]
+
     findings += _feature_findings(scored(elites), scored(weak), min_support, min_difference)
     findings.sort(key=lambda item: item[0])
     return [finding for _, finding in findings[: max(0, max_principles)]]

@@ -68,7 +68,7 @@ def offspring_gain(
     parents = list(parent_fitnesses)
     if not parents:
         raise ValueError("offspring_gain needs at least one parent fitness")
-    if _is_failure(child_fitness):
+    if child_fitness is None or _is_failure(child_fitness):
         return float(failure_gain)
     finite_parents = _finite(parents)
     if not finite_parents:
@@ -79,7 +79,7 @@ def offspring_gain(
 
 def offspring_won(child_fitness: float | None, parent_fitnesses: Iterable[float | None]) -> bool:
     """True when the child is finite and strictly beats its best finite parent (or all parents failed)."""
-    if _is_failure(child_fitness):
+    if child_fitness is None or _is_failure(child_fitness):
         return False
     finite_parents = _finite(parent_fitnesses)
     return not finite_parents or float(child_fitness) > max(finite_parents)

@@ -9,8 +9,8 @@ reaches the store's threshold (`DEFAULT_MERGE_THRESHOLD`).  The recipe:
    common English suffixes (``placing``/``placed`` → ``plac``).
 2. **Guards** (similarity 0 when either fails): both texts must carry the same *anchors* — numbers and
    code identifiers (``np.exp`` vs ``np.log``, ``0.3`` vs ``0.7`` are different advice however alike the
-   rest of the sentence is; a word in `backticks` is an anchor too) — and the same *polarity*: negation (avoid / never / not …) and direction
-   words (more / higher / better … vs less / lower / worse …).
+   rest of the sentence is; a word in `backticks` is an anchor too) — and the same *polarity*: negation
+   (avoid / never / not …) and direction words (more / higher / better … vs less / lower / worse …).
 3. **Score**: the larger of the Jaccard index of the token sets and of the character 4-shingle sets of
    the normalised token string (the latter catches spelling variants such as ``minimise``/``minimize``).
 """

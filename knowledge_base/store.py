@@ -10,6 +10,8 @@ deleted: duplicates are merged and harmful ones retired.  Ranking (`recall`) is 
 
 from __future__ import annotations
 
+import builtins
+
 import json
 import math
 import sqlite3
@@ -124,7 +126,7 @@ class KnowledgeBase:
                 conn, self._deduper, text=text, tags=tags, problem=problem, source=source,
                 provenance=provenance, now=self._clock(),
             )
-            return _rows.one(conn, pid)
+            return _rows.must(conn, pid)
 
     def credit(
         self, principle_ids: Iterable[str], gain: float, won: bool, *, key: str | None = None
@@ -143,7 +145,7 @@ class KnowledgeBase:
             raise ValueError(f"gain must be a finite number, got {gain!r}")
         with self._write() as conn:
             if key is not None and conn.execute("SELECT 1 FROM credit_log WHERE key = ?", (key,)).fetchone():
-                return [_rows.one(conn, _rows.resolve_id(conn, pid)) for pid in dict.fromkeys(ids)]
+                return [_rows.must(conn, _rows.resolve_id(conn, pid)) for pid in dict.fromkeys(ids)]
             now = self._clock()
             targets = list(dict.fromkeys(_rows.resolve_id(conn, pid) for pid in ids))
             for pid in targets:
@@ -160,7 +162,7 @@ class KnowledgeBase:
                     "INSERT INTO credit_log (key, principle_ids, gain, won, applied_at) VALUES (?, ?, ?, ?, ?)",
                     (key, json.dumps(targets), float(gain), int(bool(won)), now),
                 )
-            return [_rows.one(conn, pid) for pid in targets]
+            return [_rows.must(conn, pid) for pid in targets]
 
     def decay(self, factor: float) -> int:
         """Shrink every active principle's utility toward 0 (neutral): ``utility *= factor``.
@@ -222,7 +224,7 @@ class KnowledgeBase:
             if p.merged_into is not None:
                 raise ValueError(f"{principle_id} was merged into {p.merged_into}; reactivate that one")
             _rows.set_status(conn, [principle_id], "active", self._clock())
-            return _rows.one(conn, principle_id)
+            return _rows.must(conn, principle_id)
 
     # ------------------------------------------------------------------ queries
     def get(self, principle_id: str) -> Principle | None:
@@ -234,7 +236,7 @@ class KnowledgeBase:
     def resolve(self, principle_id: str) -> Principle:
         """The live principle for ``principle_id``, following merges; raises `PrincipleNotFound`."""
         with self._read() as conn:
-            return _rows.one(conn, _rows.resolve_id(conn, principle_id))
+            return _rows.must(conn, _rows.resolve_id(conn, principle_id))
 
     def find_id(self, prefix: str) -> str:
         """The id equal to ``prefix`` or, failing that, the only id starting with it."""
@@ -258,10 +260,11 @@ class KnowledgeBase:
         limit: int | None = None,
         *,
         source: str | None = None,
-    ) -> list[Principle]:
+    ) -> builtins.list[Principle]:
         """Principles, best utility first (then id).  ``status=None`` lists every status; ``problem``
         filters on the problem of origin; ``source`` on who stated it."""
-        clauses, params = [], []
+        clauses: builtins.list[str] = []
+        params: builtins.list[Any] = []
         if status is not None:
             clauses.append("status = ?")
             params.append(check_status(status))
@@ -281,7 +284,7 @@ class KnowledgeBase:
 
     def search(
         self, query: str, limit: int = 20, *, status: str | None = "active", any_term: bool = False
-    ) -> list[Principle]:
+    ) -> builtins.list[Principle]:
         """Full-text search over text and tags, best bm25 first.  Every content word of ``query`` must
         match (``any_term=True``: at least one); the query is tokenised and quoted, so FTS5 syntax in it
         is treated as plain words.  Words are stemmed (Porter)."""
@@ -292,7 +295,7 @@ class KnowledgeBase:
             "SELECT p.id FROM principles_fts JOIN principles p ON p.pk = principles_fts.rowid "
             "WHERE principles_fts MATCH ?"
         )
-        params: list[Any] = [_fts_query(terms, any_term)]
+        params: builtins.list[Any] = [_fts_query(terms, any_term)]
         if status is not None:
             sql += " AND p.status = ?"
             params.append(check_status(status))
@@ -305,7 +308,7 @@ class KnowledgeBase:
 
     def recall_scored(
         self, problem: str | None, description: str = "", k: int = 5, cross_problem: bool = True
-    ) -> list[tuple[float, Principle]]:
+    ) -> builtins.list[tuple[float, Principle]]:
         """`recall` with each principle's score (see `hifo.knowledge_base.ranking`)."""
         if k < 0:
             raise ValueError("k must be >= 0")
@@ -330,7 +333,7 @@ class KnowledgeBase:
 
     def recall(
         self, problem: str | None, description: str = "", k: int = 5, cross_problem: bool = True
-    ) -> list[Principle]:
+    ) -> builtins.list[Principle]:
         """The ``k`` active principles most worth putting in a prompt for ``problem``.
 
         Ranks by quality (smoothed win rate and utility), relevance (bm25 of the problem name and
