@@ -1,0 +1,289 @@
+"""Spectral triangle orientation, simply connected region growing, and their alternation.
+
+* :func:`face_quality` — how surface-like each Delaunay face is (short edges against the local
+  sample spacing); faces above :data:`CANDIDATE_Q` are the *candidate triangles*.
+* :func:`edge_pairs` — candidate pairs sharing an edge, with the sign that makes their
+  orientations consistent (the shared edge traversed in opposite directions).
+* :func:`spectral_orientation` — the smallest eigenvector of the signed graph Laplacian over the
+  candidates, per connected component; each component's global sign is fixed by its convex-hull
+  faces (whose interior must be on the hull's inner side), or, lacking any, by a vote that
+  outward normals point away from the point cloud's centroid.
+* :func:`grow` — the reconstruction: a set of tetrahedra grown from an interior seed, one tet at a
+  time in order of crossing cost, where a tet is added only if the union stays a topological
+  ball (the link condition below). Every prefix of the growth is a ball, hence its boundary a
+  closed 2-manifold of genus 0; the prefix whose boundary best agrees with the oriented
+  triangles is returned.
+* :func:`alternate` — reconstruction and reorientation in turn, with a pluggable reorientation rule.
+
+Link condition for adding tet ``t`` to a ball ``S`` through ``k`` shared faces: ``k = 1`` needs the
+opposite vertex to be outside ``S``; ``k = 2`` needs the edge not on the two shared faces to be
+outside ``S``; ``k = 3`` is always allowed; ``k = 4`` (closing a cavity) and ``k = 0`` never.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict
+from typing import Any, Callable
+
+import numpy as np
+from scipy.sparse import coo_matrix, csgraph, diags, identity
+from scipy.sparse.linalg import eigsh
+
+from scipy.spatial import cKDTree
+
+from hifo.problems.surface_recon._mesh import Complex, local_spacing, oriented_boundary
+
+CANDIDATE_Q = 0.2
+BOUNDARY_PENALTY = 0.0  # per boundary face, in the agreement energy (used when wall is None)
+
+
+def point_normals(points: np.ndarray, k: int = 12) -> np.ndarray:
+    """Unoriented unit normals by local PCA (the smallest principal axis of the k nearest points)."""
+    _, idx = cKDTree(points).query(points, k=k + 1)
+    nb = points[idx] - points[idx].mean(axis=1, keepdims=True)
+    cov = np.einsum("nki,nkj->nij", nb, nb)
+    return np.linalg.eigh(cov)[1][:, :, 0]
+
+
+def face_quality(cx: Complex, scale: float = 2.0, sharp: float = 4.0) -> np.ndarray:
+    """Surface likelihood in [0, 1]: the face's normal agrees with the PCA normals at its three
+    vertices (``|cos|^sharp``, averaged) and its longest edge is short against the local spacing."""
+    h = local_spacing(cx.points)
+    p = cx.points[cx.faces]  # (nf, 3, 3)
+    longest = np.max(np.linalg.norm(p - p[:, [1, 2, 0]], axis=2), axis=1)
+    size = np.exp(-((longest / (scale * h[cx.faces].mean(axis=1))) ** 4))
+    n = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
+    n /= np.linalg.norm(n, axis=1, keepdims=True) + 1e-300
+    vn = point_normals(cx.points)[cx.faces]  # (nf, 3, 3)
+    align = (np.abs(np.einsum("fi,fki->fk", n, vn)) ** sharp).mean(axis=1)
+    return align * size
+
+
+def edge_pairs(cx: Complex, quality: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pairs (P, 2), consistency sign (P,), weight (P,)) over candidate faces sharing an edge."""
+    cand = np.flatnonzero(quality > CANDIDATE_Q)
+    by_edge: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for f in cand.tolist():
+        a, b, c = cx.faces[f].tolist()
+        # reference cycle (a, b, c): a->b and b->c forward, c->a backward for the sorted edge (a, c)
+        by_edge[(a, b)].append((f, 1))
+        by_edge[(b, c)].append((f, 1))
+        by_edge[(a, c)].append((f, -1))
+    pairs, signs = [], []
+    for group in by_edge.values():
+        for i in range(len(group)):
+            for j in range(i + 1, len(group)):
+                pairs.append((group[i][0], group[j][0]))
+                signs.append(-group[i][1] * group[j][1])
+    P = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    S = np.asarray(signs, dtype=float)
+    W = quality[P[:, 0]] * quality[P[:, 1]] if len(P) else np.zeros(0)
+    return P, S, W
+
+
+def spectral_orientation(cx: Complex, quality: np.ndarray, pairs: np.ndarray, signs: np.ndarray,
+                         weights: np.ndarray) -> np.ndarray:
+    """Signed orientation score per face in [-1, 1] (positive: interior on the normal's side)."""
+    nf = len(cx.faces)
+    score = np.zeros(nf)
+    cand = np.flatnonzero(quality > CANDIDATE_Q)
+    if len(pairs) == 0:
+        return score
+    pos = {int(f): i for i, f in enumerate(cand)}
+    r = np.array([pos[int(f)] for f in pairs[:, 0]])
+    c = np.array([pos[int(f)] for f in pairs[:, 1]])
+    n = len(cand)
+    A = coo_matrix((np.concatenate([weights * signs] * 2), (np.concatenate([r, c]), np.concatenate([c, r]))),
+                   shape=(n, n)).tocsr()
+    absA = abs(A)
+    deg = np.asarray(absA.sum(axis=1)).ravel()
+    n_comp, labels = csgraph.connected_components(absA, directed=False)
+    centroid = cx.points.mean(axis=0)
+    tri = cx.points[cx.faces[cand]]
+    normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    away = np.sign(np.einsum("ij,ij->i", normal, tri.mean(axis=1) - centroid))  # +1: normal points outwards
+    hull_pos = cx.face_tets[cand, 1] < 0  # outside on the neg side: interior must be on the normal's side
+    hull_neg = cx.face_tets[cand, 0] < 0
+    for k in range(n_comp):
+        idx = np.flatnonzero(labels == k)
+        if len(idx) < 3:
+            continue
+        sub = A[idx][:, idx]
+        L = (diags(deg[idx]) - sub).tocsc()
+        if len(idx) < 400:
+            vals, vecs = np.linalg.eigh(L.toarray())
+            x = vecs[:, 0]
+        else:
+            vals, vecs = eigsh(L + 1e-9 * identity(len(idx)), k=1, sigma=-1e-3, which="LM")
+            x = vecs[:, 0]
+        x = x / (np.abs(x).max() or 1.0)
+        vote = x[hull_pos[idx]].sum() - x[hull_neg[idx]].sum()
+        if abs(vote) < 1e-12:
+            vote = -(x * away[idx]).sum()  # interior opposite to the outward-pointing normal
+        x = x if vote >= 0 else -x
+        score[cand[idx]] = np.sign(x) * quality[cand[idx]]
+    return score
+
+
+def _seed(cx: Complex) -> int:
+    inner = (cx.face_tets[cx.tet_faces] >= 0).all(axis=(1, 2))
+    vol = np.where(inner, cx.volumes, -1.0)
+    return int(np.argmax(vol))
+
+
+def grow(cx: Complex, score: np.ndarray, penalty: float = BOUNDARY_PENALTY, carve: bool = True,
+         wall: float | None = 0.0) -> tuple[np.ndarray, dict[str, float]]:
+    """The ball of tetrahedra whose boundary best agrees with the oriented ``score``.
+
+    ``carve=True`` grows the *outside* region from the convex hull inwards (sculpting: the
+    inside starts as every tetrahedron); ``carve=False`` grows the inside from an interior seed.
+    Either way the region changes one tet at a time under the link condition, so the inside stays
+    a ball at every step (in the 3-sphere the complement of a PL ball is a PL ball). Crossing a
+    face costs its agreement with being a wall between the current region and the tet beyond;
+    the tet behind the cheapest face goes next. The agreement of a boundary face of the inside is
+    ``score[f]`` if the inside is on its ``pos`` side, ``-score[f]`` otherwise, minus ``penalty``;
+    the prefix with the largest total agreement is returned (at least one tet stays inside).
+    """
+    m = len(cx.tets)
+    score = np.asarray(score, dtype=float)
+    region = np.zeros(m, dtype=bool)  # the grown region: the outside (carve) or the inside
+    vcount = np.zeros(len(cx.points), dtype=np.int64)
+    ecount: dict[tuple[int, int], int] = defaultdict(int)
+    order: list[int] = []
+    tets, tf, ft = cx.tets.tolist(), cx.tet_faces.tolist(), cx.face_tets.tolist()
+
+    def agree_inside(f: int, t: int) -> float:  # boundary face f with the inside on tet t's side
+        return (score[f] if ft[f][0] == t else -score[f]) - penalty
+
+    def in_region(t: int) -> bool:
+        return t < 0 if carve else (t >= 0 and bool(region[t]))
+
+    def mark(vs: list[int]) -> None:
+        for a in vs:
+            vcount[a] += 1
+        for i in range(len(vs)):
+            for j in range(i + 1, len(vs)):
+                ecount[(min(vs[i], vs[j]), max(vs[i], vs[j]))] += 1
+
+    def allowed(t: int) -> bool:
+        v = tets[t]
+        shared = [i for i in range(4) if (o := _other(ft, tf[t][i], t)) < 0 and carve or o >= 0 and region[o]]
+        k = len(shared)
+        if k == 1:
+            return vcount[v[shared[0]]] == 0
+        if k == 2:
+            a, b = v[shared[0]], v[shared[1]]  # the faces opposite a and b share the edge not touching a, b
+            return ecount.get((min(a, b), max(a, b)), 0) == 0
+        return k == 3
+
+    def add(t: int, energy: float) -> float:
+        for f in tf[t]:
+            o = _other(ft, f, t)
+            if (o < 0 and carve) or (o >= 0 and region[o]):  # f leaves the boundary / joins it
+                energy += -agree_inside(f, t) if carve else -agree_inside(f, o)
+            else:
+                energy += agree_inside(f, o) if carve else agree_inside(f, t)
+        region[t] = True
+        mark(tets[t])
+        order.append(t)
+        return energy
+
+    heap: list[tuple[float, int, int]] = []
+
+    def push(f: int, t: int) -> None:  # t is beyond face f from the region
+        heapq.heappush(heap, (_cost(score[f], ft[f][0] == t, carve), f, t))
+
+    energies: list[float] = []
+    if carve:
+        hull = [f for f in range(len(ft)) if min(ft[f]) < 0]
+        energy = 0.0
+        for f in hull:
+            t = max(ft[f])
+            energy += agree_inside(f, t)
+            mark(cx.faces[f].tolist())
+            push(f, t)
+    else:
+        seed = _seed(cx)
+        energy = add(seed, 0.0)
+        for f in tf[seed]:
+            o = _other(ft, f, seed)
+            if o >= 0:
+                push(f, o)
+    energies.append(energy)
+    while heap and len(order) < m - 1:
+        cost, f, t = heapq.heappop(heap)
+        if wall is not None and cost > wall:
+            break
+        if region[t] or not allowed(t):
+            continue
+        energy = add(t, energy)
+        energies.append(energy)
+        for g in tf[t]:
+            o = _other(ft, g, t)
+            if o >= 0 and not region[o]:
+                push(g, o)
+    best = len(energies) - 1 if wall is not None else int(np.argmax(energies))
+    if carve:  # energies[0]: nothing carved (the convex hull)
+        inside = np.ones(m, dtype=bool)
+        inside[np.asarray(order[:best], dtype=np.int64)] = False
+    else:
+        inside = np.zeros(m, dtype=bool)
+        inside[np.asarray(order[: best + 1], dtype=np.int64)] = True
+    return inside, {"steps": float(len(order)), "kept": float(inside.sum()), "energy": float(energies[best])}
+
+
+def _cost(score_f: float, target_is_pos: bool, carve: bool) -> float:
+    """Cost of moving the tet on one side of face f into the region: how much f looks like a
+    wall whose interior is on that tet's side (carving) or on the region's side (growing)."""
+    toward_target = score_f if target_is_pos else -score_f  # > 0: interior on the target's side
+    return toward_target if carve else -toward_target
+
+
+def _other(ft: list[list[int]], f: int, t: int) -> int:
+    return ft[f][1] if ft[f][0] == t else ft[f][0]
+
+
+def features(cx: Complex, inside: np.ndarray) -> dict[str, np.ndarray]:
+    ins = np.append(inside, False)  # index -1 -> the outside
+    pos = ins[cx.face_tets[:, 0]]
+    neg = ins[cx.face_tets[:, 1]]
+    return {"inside_pos": pos, "inside_neg": neg, "on_boundary": pos != neg}
+
+
+def alternate(cx: Complex, rule: Callable[..., Any], rounds: int = 3
+              ) -> tuple[np.ndarray, list[dict[str, float]]]:
+    """Reconstruction and reorientation in turn; returns the final orientation scores and per-round stats.
+
+    ``rule(score, quality, inside_pos, inside_neg, on_boundary, pairs, pair_sign, pair_weight,
+    iteration)`` returns the next scores (clipped to [-1, 1]). The final reconstruction is
+    ``grow(cx, scores)``.
+    """
+    q = face_quality(cx)
+    P, S, W = edge_pairs(cx, q)
+    score = spectral_orientation(cx, q, P, S, W)
+    history = []
+    for it in range(rounds):
+        inside, stats = grow(cx, score)
+        history.append(stats)
+        feats = features(cx, inside)
+        new = rule(score=score.copy(), quality=q.copy(), inside_pos=feats["inside_pos"],
+                   inside_neg=feats["inside_neg"], on_boundary=feats["on_boundary"], pairs=P.copy(),
+                   pair_sign=S.copy(), pair_weight=W.copy(), iteration=it)
+        score = check_scores(new, len(cx.faces))
+    return score, history
+
+
+def check_scores(values: Any, n: int) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    if arr.shape != (n,):
+        raise ValueError(f"the reorientation rule must return {n} scores, got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError("the reorientation rule returned non-finite scores")
+    return np.clip(arr, -1.0, 1.0)
+
+
+def reconstruct(cx: Complex, score: np.ndarray) -> np.ndarray:
+    """The oriented boundary triangles (outward normals) of the ball grown for ``score``."""
+    inside, _ = grow(cx, score)
+    return oriented_boundary(cx, inside)
