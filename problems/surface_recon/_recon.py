@@ -35,6 +35,7 @@ from scipy.spatial import cKDTree
 from hifo.problems.surface_recon._mesh import Complex, local_spacing, oriented_boundary
 
 CANDIDATE_Q = 0.2
+SIZE_BIAS = 0.0
 BOUNDARY_PENALTY = 0.0  # per boundary face, in the agreement energy (used when wall is None)
 
 
@@ -115,7 +116,8 @@ def spectral_orientation(cx: Complex, quality: np.ndarray, pairs: np.ndarray, si
             vals, vecs = np.linalg.eigh(L.toarray())
             x = vecs[:, 0]
         else:
-            vals, vecs = eigsh(L + 1e-9 * identity(len(idx)), k=1, sigma=-1e-3, which="LM")
+            v0 = np.random.default_rng(0).uniform(0.5, 1.0, len(idx))  # ARPACK start: fixed, for determinism
+            vals, vecs = eigsh(L + 1e-9 * identity(len(idx)), k=1, sigma=-1e-3, which="LM", v0=v0)
             x = vecs[:, 0]
         x = x / (np.abs(x).max() or 1.0)
         vote = x[hull_pos[idx]].sum() - x[hull_neg[idx]].sum()
@@ -133,7 +135,7 @@ def _seed(cx: Complex) -> int:
 
 
 def grow(cx: Complex, score: np.ndarray, penalty: float = BOUNDARY_PENALTY, carve: bool = True,
-         wall: float | None = 0.0) -> tuple[np.ndarray, dict[str, float]]:
+         wall: float | None = 0.0, size_bias: float = SIZE_BIAS) -> tuple[np.ndarray, dict[str, float]]:
     """The ball of tetrahedra whose boundary best agrees with the oriented ``score``.
 
     ``carve=True`` grows the *outside* region from the convex hull inwards (sculpting: the
@@ -190,9 +192,12 @@ def grow(cx: Complex, score: np.ndarray, penalty: float = BOUNDARY_PENALTY, carv
         return energy
 
     heap: list[tuple[float, int, int]] = []
+    # Sculpting order among equal costs: big tetrahedra (circumradius against the mean spacing) first.
+    rel = np.minimum(cx.circumradii / local_spacing(cx.points).mean(), 4.0)
+    bias = (size_bias * rel).tolist()
 
     def push(f: int, t: int) -> None:  # t is beyond face f from the region
-        heapq.heappush(heap, (_cost(score[f], ft[f][0] == t, carve), f, t))
+        heapq.heappush(heap, (_cost(score[f], ft[f][0] == t, carve) - bias[t], f, t))
 
     energies: list[float] = []
     if carve:
