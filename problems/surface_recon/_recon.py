@@ -1,18 +1,19 @@
 """Spectral triangle orientation, simply connected region growing, and their alternation.
 
-* :func:`face_quality` — how surface-like each Delaunay face is (short edges against the local
-  sample spacing); faces above :data:`CANDIDATE_Q` are the *candidate triangles*.
+* :func:`face_quality` — how surface-like each Delaunay face is (its normal agrees with the local
+  PCA normals at its vertices, its edges are short against the local sample spacing); faces above
+  :data:`CANDIDATE_Q` are the *candidate triangles*.
 * :func:`edge_pairs` — candidate pairs sharing an edge, with the sign that makes their
   orientations consistent (the shared edge traversed in opposite directions).
 * :func:`spectral_orientation` — the smallest eigenvector of the signed graph Laplacian over the
   candidates, per connected component; each component's global sign is fixed by its convex-hull
   faces (whose interior must be on the hull's inner side), or, lacking any, by a vote that
   outward normals point away from the point cloud's centroid.
-* :func:`grow` — the reconstruction: a set of tetrahedra grown from an interior seed, one tet at a
-  time in order of crossing cost, where a tet is added only if the union stays a topological
-  ball (the link condition below). Every prefix of the growth is a ball, hence its boundary a
-  closed 2-manifold of genus 0; the prefix whose boundary best agrees with the oriented
-  triangles is returned.
+* :func:`grow` — the reconstruction: by default the outside is carved from the convex hull inwards
+  (or the inside grown from a seed), one tet at a time in order of cost (the tet's evidence of
+  being inside, from the oriented scores of its faces), a tet moving only if the inside stays a
+  topological ball (the link condition below). Every step is a ball, hence its boundary a closed
+  2-manifold of genus 0; carving stops at :data:`WALL`.
 * :func:`alternate` — reconstruction and reorientation in turn, with a pluggable reorientation rule.
 
 Link condition for adding tet ``t`` to a ball ``S`` through ``k`` shared faces: ``k = 1`` needs the
@@ -29,13 +30,13 @@ from typing import Any, Callable
 import numpy as np
 from scipy.sparse import coo_matrix, csgraph, diags, identity
 from scipy.sparse.linalg import eigsh
-
 from scipy.spatial import cKDTree
 
 from hifo.problems.surface_recon._mesh import Complex, local_spacing, oriented_boundary
 
 CANDIDATE_Q = 0.2
-SIZE_BIAS = 0.0
+SIZE_BIAS = 0.0  # sculpting by size among equal costs (0: off; measured to hurt)
+WALL = -0.3  # carving stops when the cheapest tet's cost exceeds this
 BOUNDARY_PENALTY = 0.0  # per boundary face, in the agreement energy (used when wall is None)
 
 
@@ -135,17 +136,22 @@ def _seed(cx: Complex) -> int:
 
 
 def grow(cx: Complex, score: np.ndarray, penalty: float = BOUNDARY_PENALTY, carve: bool = True,
-         wall: float | None = 0.0, size_bias: float = SIZE_BIAS) -> tuple[np.ndarray, dict[str, float]]:
-    """The ball of tetrahedra whose boundary best agrees with the oriented ``score``.
+         wall: float | None = WALL, size_bias: float = SIZE_BIAS,
+         tet_level: bool = True) -> tuple[np.ndarray, dict[str, float]]:
+    """A ball of tetrahedra whose boundary follows the oriented ``score``.
 
-    ``carve=True`` grows the *outside* region from the convex hull inwards (sculpting: the
-    inside starts as every tetrahedron); ``carve=False`` grows the inside from an interior seed.
-    Either way the region changes one tet at a time under the link condition, so the inside stays
-    a ball at every step (in the 3-sphere the complement of a PL ball is a PL ball). Crossing a
-    face costs its agreement with being a wall between the current region and the tet beyond;
-    the tet behind the cheapest face goes next. The agreement of a boundary face of the inside is
-    ``score[f]`` if the inside is on its ``pos`` side, ``-score[f]`` otherwise, minus ``penalty``;
-    the prefix with the largest total agreement is returned (at least one tet stays inside).
+    ``carve=True`` grows the *outside* region from the convex hull inwards (sculpting: the inside
+    starts as every tetrahedron); ``carve=False`` grows the inside from an interior seed. Either
+    way the region changes one tet at a time under the link condition, so the inside stays a ball
+    at every step (in the 3-sphere the complement of a PL ball is a PL ball).
+
+    The frontier tet with the smallest cost goes next. With ``tet_level`` (default) a tet's cost is
+    its evidence of being inside: the sum over its four faces of ``score[f]`` if the tet is on
+    ``f``'s ``pos`` side, ``-score[f]`` otherwise (negated when growing the inside); without it,
+    the cost of the face crossed. With ``wall`` set, the process stops when the cheapest cost
+    exceeds it; with ``wall=None`` it runs to the end and keeps the prefix whose boundary agrees
+    most with the scores (agreement of a boundary face: its score toward the inside minus
+    ``penalty``). At least one tet stays inside.
     """
     m = len(cx.tets)
     score = np.asarray(score, dtype=float)
@@ -195,9 +201,13 @@ def grow(cx: Complex, score: np.ndarray, penalty: float = BOUNDARY_PENALTY, carv
     # Sculpting order among equal costs: big tetrahedra (circumradius against the mean spacing) first.
     rel = np.minimum(cx.circumradii / local_spacing(cx.points).mean(), 4.0)
     bias = (size_bias * rel).tolist()
+    # Tet-level evidence: the sum over its faces of "the interior is on this tet's side".
+    side = np.where(cx.face_tets[cx.tet_faces, 0] == np.arange(m)[:, None], 1.0, -1.0)
+    tet_cost = ((score[cx.tet_faces] * side).sum(axis=1) * (1.0 if carve else -1.0)).tolist()
 
     def push(f: int, t: int) -> None:  # t is beyond face f from the region
-        heapq.heappush(heap, (_cost(score[f], ft[f][0] == t, carve) - bias[t], f, t))
+        c = _cost(score[f], ft[f][0] == t, carve) if not tet_level else tet_cost[t]
+        heapq.heappush(heap, (c - bias[t], f, t))
 
     energies: list[float] = []
     if carve:
