@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 f"{m}={r['chamfer']:.4f}{'' if r['genus0'] else '*'}" for m, r in cases[-1]["methods"].items())
                 + f"   best: {best[0]}", flush=True)
     methods = list(cases[0]["methods"])
-    summary = {}
+    summary: dict[str, dict[str, Any]] = {}
     for m in methods:
         summary[m] = {"chamfer_mean": float(np.mean([c["methods"][m]["chamfer"] for c in cases])),
                       "genus0_rate": float(np.mean([c["methods"][m]["genus0"] for c in cases])),

@@ -266,20 +266,20 @@ def features(cx: Complex, inside: np.ndarray) -> dict[str, np.ndarray]:
     return {"inside_pos": pos, "inside_neg": neg, "on_boundary": pos != neg}
 
 
-def alternate(cx: Complex, rule: Callable[..., Any], rounds: int = 3
+def alternate(cx: Complex, rule: Callable[..., Any], rounds: int = 3, wall: float | None = WALL
               ) -> tuple[np.ndarray, list[dict[str, float]]]:
     """Reconstruction and reorientation in turn; returns the final orientation scores and per-round stats.
 
     ``rule(score, quality, inside_pos, inside_neg, on_boundary, pairs, pair_sign, pair_weight,
     iteration)`` returns the next scores (clipped to [-1, 1]). The final reconstruction is
-    ``grow(cx, scores)``.
+    ``grow(cx, scores, wall=wall)``.
     """
     q = face_quality(cx)
     P, S, W = edge_pairs(cx, q)
     score = spectral_orientation(cx, q, P, S, W)
     history = []
     for it in range(rounds):
-        inside, stats = grow(cx, score)
+        inside, stats = grow(cx, score, wall=wall)
         history.append(stats)
         feats = features(cx, inside)
         new = rule(score=score.copy(), quality=q.copy(), inside_pos=feats["inside_pos"],
@@ -298,7 +298,7 @@ def check_scores(values: Any, n: int) -> np.ndarray:
     return np.clip(arr, -1.0, 1.0)
 
 
-def reconstruct(cx: Complex, score: np.ndarray) -> np.ndarray:
-    """The oriented boundary triangles (outward normals) of the ball grown for ``score``."""
-    inside, _ = grow(cx, score)
+def reconstruct(cx: Complex, score: np.ndarray, wall: float | None = WALL) -> np.ndarray:
+    """The oriented boundary triangles (outward normals) of the ball carved for ``score``."""
+    inside, _ = grow(cx, score, wall=wall)
     return oriented_boundary(cx, inside)

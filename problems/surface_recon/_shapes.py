@@ -32,7 +32,14 @@ def _superquadric(u: np.ndarray, p: float = 6.0) -> np.ndarray:
     return (np.abs(u) ** p).sum(axis=1) ** (-1.0 / p)
 
 
-SHAPES = {"sphere": _sphere, "ellipsoid": _ellipsoid, "bumpy": _bumpy, "superquadric": _superquadric}
+def _dented(u: np.ndarray) -> np.ndarray:
+    # A sphere with six deep dents along the axes: strongly non-convex, still star-shaped.
+    axes = np.concatenate([np.eye(3), -np.eye(3)])
+    return 1.0 - 0.4 * np.exp(-((1.0 - u @ axes.T) / 0.08)).sum(axis=1)
+
+
+SHAPES = {"sphere": _sphere, "ellipsoid": _ellipsoid, "bumpy": _bumpy, "superquadric": _superquadric,
+          "dented": _dented}
 
 
 def directions(n: int, rng: np.random.Generator) -> np.ndarray:

@@ -43,7 +43,7 @@ def test_scores_are_rebuilt_and_checked_by_the_parent(ev):
     honest = ev.score(inst, sol)
     # The metric depends on the scores alone, recomputed by the parent: a claimed metric is ignored.
     assert ev.score(inst, dict(sol, chamfer=0.0)) == honest
-    # All-zero scores carve nothing with a wall: the convex hull, still a valid genus-0 surface.
+    # All-zero scores: every tet has zero evidence, carving runs to the end; still a genus-0 surface.
     hull = ev.score(inst, {"scores": [0.0] * len(inst.complex.faces)})
     assert hull["genus0"] == 1.0 and hull["chamfer"] != honest["chamfer"]
     for bad in ({"scores": sol["scores"][:-1]}, {"scores": [float("nan")] * len(sol["scores"])},
