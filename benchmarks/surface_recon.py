@@ -9,7 +9,8 @@ Methods: ``ours_safe`` (spectral orientation, one carving stopped at the library
 reconstruction and the evaluator's default reorientation rule, wall 0), ``alpha_{1.5,2.5,4}h``
 (alpha shape, alpha in multiples of the mean 6-NN spacing h) and ``convex_hull``. ``oracle_orient``
 is an upper bound, not a method: our carving (wall 0) with faces oriented by the *true* shape.
-Chamfer means are over non-empty surfaces (an alpha shape can be empty: ``empty`` counts them). Noise is the Gaussian std as a fraction of
+Chamfer means are over non-empty surfaces (an alpha shape can be empty: ``empty`` counts them).
+Noise is the Gaussian std as a fraction of
 the mean radius. Chamfer: symmetric, 20,000 samples on each side. ``genus0``: the surface is
 closed, edge- and vertex-manifold, connected and has Euler characteristic 2. Results go to
 ``benchmarks/results/surface_recon.json`` (``--quick``: ``surface_recon_quick.json``).

@@ -126,7 +126,8 @@ class SurfaceRecon(Evaluator):
 
     Instance sets: ``train`` (5 shapes, 500 points, noise 1 % of the radius) and ``test`` (5 shapes,
     600 points, noise 0.5 % and 2 %). Shapes: sphere, ellipsoid, bumpy sphere, cube-like
-    superquadric, sphere with six deep dents (the one where the convex hull is clearly wrong). Per instance: ``chamfer``, ``genus0``, ``euler``, ``faces``.
+    superquadric, sphere with six deep dents (the one where the convex hull is clearly wrong).
+    Per instance: ``chamfer``, ``genus0``, ``euler``, ``faces``.
     """
 
     name = "surface_recon"
