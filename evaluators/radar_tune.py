@@ -2,7 +2,7 @@
 
 The algorithm is RADAR (ICLR 2026; :mod:`hifo.problems.routing._radar`) on the asymmetric TSP:
 SVD node embeddings, Sinkhorn mixed-score attention, POMO decoding. The weights are fixed
-(trained by ``python -m benchmarks.train_radar``, stored in ``problems/routing/weights/``);
+(trained by ``hifo data train-radar``, stored in ``problems/routing/weights/``);
 the heuristic chooses, per instance, the inference-time settings and decoding rule: Sinkhorn
 rounds in the encoder, logit clipping, softmax temperature, a cost bias added to the
 decoder's logits, the POMO start nodes, test-time augmentations (random SVD sign flips)
@@ -193,8 +193,10 @@ def _load(instance_set: str) -> tuple[RadarTask, ...]:
 @lru_cache(maxsize=4)
 def _model(name: str):
     # imported here so the trusted parent never loads torch just to score tours
-    from hifo.problems.routing import load_radar
+    from hifo.problems.routing import WEIGHTS_DIR, load_radar
 
+    if not (WEIGHTS_DIR / f"{name}.pt").exists():
+        raise FileNotFoundError(f"{WEIGHTS_DIR / (name + '.pt')} is missing; run `hifo data train-radar`")
     return load_radar(name)
 
 
