@@ -1,9 +1,11 @@
 """The ``hifo data`` commands: regenerate the data the evaluators read (reference values, trained weights).
 
 Registered on the app in :mod:`agents.cli`. The work is done by the installed package
-(:mod:`hifo.evaluators.tsp_refs`, :mod:`hifo.problems.routing.radar_training`,
-:mod:`hifo.problems.milp.fmip_training`); ``benchmarks/make_tsp_refs.py``, ``train_radar.py`` and
-``train_fmip.py`` are wrappers that also keep their result files under ``benchmarks/results/``.
+(:mod:`hifo.evaluators.tsp_refs`, :mod:`~hifo.evaluators.routing_refs`, :mod:`~hifo.evaluators.optwvp_refs`,
+:mod:`hifo.problems.routing.radar_training`, :mod:`hifo.problems.milp.fmip_training`); the scripts
+``benchmarks/make_tsp_refs.py``, ``train_radar.py``, ``train_fmip.py`` and the ``--make-refs`` options of
+``benchmarks/routing.py`` and ``optwvp.py`` are wrappers (the first three also keep their result files under
+``benchmarks/results/``).
 Heavy imports (torch, elkai, HiGHS) stay inside the commands so ``hifo --help`` stays fast.
 """
 
@@ -118,3 +120,34 @@ def train_fmip(
                                 label_time=label_time, seed=seed, save=not (quick or no_save),
                                 weights=weights or fmip.WEIGHTS, log=_log)
     _write(results, summary)
+
+
+@data_app.command("routing-refs")
+def routing_refs(
+    optima: Path = typer.Option(..., "--optima", help="TSPLIB optima CSV (the project's shared/data/optima.csv)"),
+    runs: int = typer.Option(10, "--runs", help="LKH-3 runs per instance"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="[default: the evaluators' data/routing/refs.json]"),
+) -> None:
+    """References of tsp_gls, atsp_construct, radar_tune and acvrp_construct (LKH-3 via elkai, PyVRP; ~10 min)."""
+    _need("elkai", "pip install elkai")
+    _need("pyvrp", "pip install pyvrp")
+    from hifo.evaluators import routing_refs as mod
+
+    if not optima.is_file():
+        _fail(f"{optima} is not a file")
+    mod.make_routing_refs(optima, runs, out or mod.REFS_PATH, log=_log)
+
+
+@data_app.command("optwvp-refs")
+def optwvp_refs(
+    milp_limit: float = typer.Option(60.0, "--milp-limit", help="HiGHS seconds per instance"),
+    ils_runs: int = typer.Option(3, "--ils-runs", help="iterated-local-search runs per instance (the check)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="[default: the evaluators' data/optwvp/refs.json]"),
+) -> None:
+    """Best-known values of optwvp_route and optwvp_service (HiGHS MILP, ILS as a check)."""
+    from hifo.evaluators import optwvp_refs as mod
+
+    try:
+        mod.make_optwvp_refs(milp_limit, ils_runs, out=out or mod.REFS_PATH, log=_log)
+    except ValueError as exc:
+        _fail(str(exc))

@@ -168,7 +168,7 @@ def random_set_specs(instance_set: str) -> list[tuple[str, int, int, str]]:
 
 @lru_cache(maxsize=1)
 def _refs() -> dict[str, Any]:
-    return load_refs(REFS_PATH, "python -m benchmarks.routing --make-refs")
+    return load_refs(REFS_PATH, "hifo data routing-refs")
 
 
 @lru_cache(maxsize=None)
@@ -184,7 +184,7 @@ def _load(instance_set: str) -> tuple[RadarTask, ...]:
     for name, n, seed, model in random_set_specs(instance_set):
         inst = random_tmat_instance(n, seed, name)
         ref = checked_reference(refs, name, array_digest(inst.distance_matrix),
-                                remake="benchmarks.routing --make-refs", n=n, seed=seed)
+                                remake="hifo data routing-refs", n=n, seed=seed)
         out.append(RadarTask(TSPInstance(name, inst.distance_matrix, None, float(ref["length"]), "lkh3"),
                              model, seed))
     return tuple(out)

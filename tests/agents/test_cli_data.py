@@ -16,14 +16,15 @@ runner = CliRunner()
 def test_data_help_lists_the_tools():
     res = runner.invoke(app, ["data", "--help"])
     assert res.exit_code == 0, res.output
-    for name in ("tsp-refs", "train-radar", "train-fmip"):
+    tools = ("tsp-refs", "train-radar", "train-fmip", "routing-refs", "optwvp-refs")
+    for name in tools:
         assert name in res.output
     top = runner.invoke(app, ["--help"])
     assert "data" in top.output
-    for name in ("tsp-refs", "train-radar", "train-fmip"):
+    for name in tools:
         sub = runner.invoke(app, ["data", name, "--help"])
         assert sub.exit_code == 0, sub.output
-        assert "--results" in sub.output
+        assert "--out" in sub.output or "--weights" in sub.output
 
 
 def test_tsp_refs_on_the_train_set_reproduces_the_packaged_references(tmp_path):
