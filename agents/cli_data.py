@@ -18,20 +18,14 @@ from typing import Any, List, Optional
 import typer
 from rich.console import Console
 
+from hifo.agents.cli_tools import _fail
+
 console = Console(soft_wrap=True, highlight=False)
-err = Console(stderr=True, soft_wrap=True)
 
 data_app = typer.Typer(no_args_is_help=True, add_completion=False,
                        help="Regenerate the data the evaluators read (references, trained weights).")
 
 _RESULTS_HELP = "also write the summary as JSON to this file"
-
-
-def _fail(msg: str, code: int = 2) -> None:
-    from rich.markup import escape
-
-    err.print(f"[bold red]error:[/] {escape(' '.join(msg.split()))}")
-    raise typer.Exit(code)
 
 
 def _log(line: str) -> None:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from hifo.agents.cli import app
+from hifo.agents.cli_data import data_app
 from hifo.evaluators.tsp_construct import REFS_PATH, random_set_specs
 
 runner = CliRunner()
@@ -67,3 +70,46 @@ def test_unknown_radar_variant_is_an_error():
     pytest.importorskip("elkai")
     res = runner.invoke(app, ["data", "train-radar", "--variant", "nope", "--no-save"])
     assert res.exit_code == 2 and "unknown variant" in res.output
+
+
+def test_evaluators_point_to_existing_data_commands():
+    """Every ``hifo data NAME`` an evaluator mentions exists; none sends a user to the uninstalled benchmarks/."""
+    import hifo.evaluators as pkg
+
+    commands = {c.name for c in data_app.registered_commands}
+    named, stale = set(), []
+    for path in sorted(Path(pkg.__file__).parent.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        named |= set(re.findall(r"hifo data ([a-z][a-z-]*)", text))
+        stale += [f"{path.name}: {line.strip()}" for line in text.splitlines()
+                  if re.search(r"(load_refs\(|remake=|Error\(|run `).*benchmarks", line)]
+    assert named and named <= commands, named - commands
+    assert stale == []
+
+
+def test_missing_radar_weights_name_the_command(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    import hifo.problems.routing as routing
+    from hifo.evaluators import radar_tune
+
+    monkeypatch.setattr(routing, "WEIGHTS_DIR", tmp_path)
+    radar_tune._model.cache_clear()
+    try:
+        with pytest.raises(FileNotFoundError, match="hifo data train-radar"):
+            radar_tune._model("radar_atsp20_radar")
+    finally:
+        radar_tune._model.cache_clear()
+
+
+def test_missing_fmip_weights_name_the_command(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from hifo.evaluators import fmip_guidance
+    from hifo.problems.milp import fmip
+
+    monkeypatch.setattr(fmip, "WEIGHTS", tmp_path / "fmip.pt")
+    fmip_guidance._model.cache_clear()
+    try:
+        with pytest.raises(FileNotFoundError, match="hifo data train-fmip"):
+            fmip_guidance._model()
+    finally:
+        fmip_guidance._model.cache_clear()
