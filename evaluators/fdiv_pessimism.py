@@ -134,8 +134,10 @@ class FdivPessimism(Evaluator):
     def solve(heuristic: Callable[..., Any], instance: BanditInstance) -> dict[str, Any]:
         counts, _ = statistics((N_CONTEXTS, N_ACTIONS), instance.x, instance.a, instance.y)
         out = np.asarray(heuristic(counts.copy(), int(instance.n), float(ETA)), dtype=float)
-        if out.shape != counts.shape:
-            raise ValueError(f"bonus returned shape {out.shape}, expected {counts.shape}")
+        try:  # a scalar (one bonus for every pair) or a per-action row is broadcast to the table
+            out = np.broadcast_to(out, counts.shape)
+        except ValueError:
+            raise ValueError(f"bonus returned shape {out.shape}, expected {counts.shape}") from None
         return {"bonus": out.tolist()}
 
     def score(self, instance: BanditInstance, solution: Any) -> dict[str, float]:
