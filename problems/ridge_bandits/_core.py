@@ -128,7 +128,7 @@ def explore_then_commit(theta_star: np.ndarray, link: str, T: int, n_explore: in
     s = a @ theta_star
     y = f(s) + sigma * rng.normal(size=n_explore)
     est = y @ a
-    est /= max(np.linalg.norm(est), 1e-300)
+    est /= max(float(np.linalg.norm(est)), 1e-300)
     m = float(est @ theta_star)
     regret = np.concatenate([1.0 - f(s), np.full(T - n_explore, 1.0 - float(f(np.array(m)))) ])
     return Trace(regret, np.concatenate([np.zeros(n_explore), np.full(T - n_explore, m)]))
