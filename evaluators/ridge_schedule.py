@@ -5,8 +5,9 @@ The algorithm is spherical SGD on the squared loss with perturbed actions
 ``a_t = sqrt(1 - lam_t^2) theta_t + lam_t u_t``. The candidate ``schedule(horizon, d, degree)`` returns the
 whole open-loop schedule (step sizes ``eta_t`` and exploration radii ``lam_t``) from the horizon, the
 dimension and the link's degree only: it never sees ``theta*``, the rewards or the iterates, and cannot
-run anything. The child returns the two arrays; the parent validates them (finite, ``0 <= eta <= 10``,
-``0 <= lam <= 1``, length ``horizon``) and **replays** the bandit itself with its own seeds, measuring
+run anything. The child clips them into the algorithm's domain (``0 <= eta <= 10``, ``0 <= lam <= 1``)
+and returns them; the parent validates them (finite, in that domain, length ``horizon``) and **replays**
+the bandit itself with its own seeds, measuring
 ``regret`` = cumulative regret / horizon (mean per-round regret, minimised; 1 = no better than a random
 action direction at overlap 0) and ``final_overlap`` (``<theta_T, theta*>``), averaged over replicas.
 """
@@ -130,8 +131,9 @@ class RidgeSchedule(Evaluator):
         out = heuristic(int(instance.horizon), int(instance.d), int(DEGREE[instance.link]))
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise ValueError("schedule must return (eta, lam)")
-        eta = np.broadcast_to(np.asarray(out[0], dtype=float), (instance.horizon,))
-        lam = np.broadcast_to(np.asarray(out[1], dtype=float), (instance.horizon,))
+        # the algorithm clips into its domain (a radius above 1 is no action); NaN stays NaN and is refused
+        eta = np.clip(np.broadcast_to(np.asarray(out[0], dtype=float), (instance.horizon,)), 0.0, MAX_ETA)
+        lam = np.clip(np.broadcast_to(np.asarray(out[1], dtype=float), (instance.horizon,)), 0.0, 1.0)
         return {"eta": eta.tolist(), "lam": lam.tolist()}
 
     def score(self, instance: RidgeInstance, solution: Any) -> dict[str, float]:

@@ -68,3 +68,10 @@ def test_slot_gets_sizes_only(ev):
     for inst in ev.load_instances("train"):
         ev.solve(spy, inst)
     assert seen == [(3000, 10, 1), (3000, 10, 2), (3000, 12, 3)]
+
+
+def test_out_of_domain_schedules_are_clipped_by_the_algorithm(ev):
+    inst = ev.load_instances("train")[0]
+    sol = ev.solve(lambda horizon, d, degree: (np.full(horizon, 50.0), np.full(horizon, 1.4)), inst)
+    assert max(sol["eta"]) == 10.0 and max(sol["lam"]) == 1.0
+    assert ev.score(inst, sol)["regret"] > 0
