@@ -95,7 +95,7 @@ def two_phase_schedule(T: int, d: int, degree: int, eta0: float = 0.5, lam0: flo
     """Burn-in, then learning (our reconstruction of the paper's schedule; its constants were not available).
 
     Burn-in: ``eta = eta0 / sqrt(d)``, ``lam = lam0`` for ``T_b = 2 d^2 (d / 10)^{(degree - 1) / 3}`` rounds
-    (the search time grows with d faster for links flat at 0). Learning, ``s = t - T_b + T_b``:
+    (the search time grows with d faster for links flat at 0). Learning (``s = t``, the round index, so ``s >= T_b``):
     ``lam = lam0 (T_b / s)^{1/4}`` (exploration shrinks) and ``eta = min(eta0 / sqrt(d), 2 d / (lam^2 f'(1)^2 s))``,
     a Robbins-Monro ``1/t`` step scaled by the inverse signal strength ``lam^2 f'(1)^2 / d``, with
     ``f'(1) = degree`` for the links here.
@@ -105,7 +105,7 @@ def two_phase_schedule(T: int, d: int, degree: int, eta0: float = 0.5, lam0: flo
     eta = np.full(T, eta0 / np.sqrt(d))
     lam = np.full(T, lam0)
     late = t >= burn
-    s = t[late]  # = (t - burn) + burn
+    s = t[late]  # the round index itself, so the learning phase continues the burn-in clock
     lam[late] = lam0 * (burn / s) ** 0.25
     eta[late] = np.minimum(eta0 / np.sqrt(d), 2.0 * d / (lam[late] ** 2 * degree ** 2 * s))
     return eta, lam
