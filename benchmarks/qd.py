@@ -44,7 +44,14 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from hifo.problems.qd import LinearProjection, QDSearch, TrianglesDigits, nearest_centroid, paper_config  # noqa: E402
+from hifo.problems.qd import (  # noqa: E402
+    LinearProjection,
+    QDSearch,
+    TrianglesDigits,
+    cached_centroids,
+    nearest_centroid,
+    paper_config,
+)
 
 from .qd_swap import SWAPS, run_swap  # noqa: E402
 
@@ -250,6 +257,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--objective", default="sphere", choices=("sphere", "rastrigin", "flat"),
                     help="the LP objective (the image domain is unaffected)")
     ap.add_argument("--seed0", type=int, default=1000, help="first seed")
+    ap.add_argument("--cvt-samples", type=int, default=50_000, help="k-means samples for the CVT centroids")
+    ap.add_argument("--cvt-iterations", type=int, default=15, help="Lloyd iterations for the CVT centroids")
     ap.add_argument("--out", type=Path, default=None, help="default: results/qd.json (qd_quick.json with --quick)")
     args = ap.parse_args(argv)
     if args.quick:
@@ -262,8 +271,9 @@ def main(argv: list[str] | None = None) -> dict:
     centroids = {}
     for dim in dims:
         if dim != 2:  # the same k-means centroids for both implementations
-            domain = LinearProjection(args.objective, 100, dim)  # the bounds do not depend on it
-            centroids[dim] = paper_config("dms", domain).centroids
+            low, high = LinearProjection(args.objective, 100, dim).measure_bounds  # not objective-dependent
+            centroids[dim] = cached_centroids(10_000, tuple(zip(low.tolist(), high.tolist())), 42,
+                                              samples=args.cvt_samples, iterations=args.cvt_iterations)
     its, log = args.iterations, max(1, args.iterations // 20)
     jobs = [(impl, algo, dim, args.seed0 + s, its, log, centroids.get(dim), args.objective)
             for dim in dims for s in range(args.seeds) for algo in ALGOS for impl in impls
@@ -297,7 +307,8 @@ def main(argv: list[str] | None = None) -> dict:
     payload = {"benchmark": "qd", "command": "python -m benchmarks.qd " + " ".join(argv if argv is not None
                                                                                   else sys.argv[1:]),
                "lp_iterations": args.iterations, "image_iterations": args.image_iterations,
-               "seeds": args.seeds, "seed0": args.seed0, "objective": args.objective, "dims": dims,
+               "seeds": args.seeds, "seed0": args.seed0, "cvt_samples": args.cvt_samples,
+               "cvt_iterations": args.cvt_iterations, "objective": args.objective, "dims": dims,
                "wall_s": wall, "jobs": args.jobs,
                "platform": platform.platform(), "python": platform.python_version(), "numpy": np.__version__,
                "summary": rows, "claims": claims, "runs": runs,
