@@ -1,7 +1,8 @@
 """QD score and coverage versus evaluations: CMA-MAE and DMS, ours and pyribs's, side by side.
 
     python -m benchmarks.qd [--quick] [--iterations 500] [--image-iterations 1000] [--seeds 3]
-                            [--dims 2,10,20] [--jobs 2]
+                            [--dims 2,10,20] [--jobs 2] [--objective sphere|rastrigin|flat]
+                            [--impls ours,pyribs,...] [--seed0 1000] [--cvt-samples N --cvt-iterations K]
 
 Domain: LP (sphere), 100-D solutions, measure dimension 2 (100 x 100 grid), 10 and 20
 (10,000-cell CVTs), the DMS paper's settings (15 emitters x 36 = 540 evaluations per iteration; CMA-MAE
@@ -16,6 +17,12 @@ reference experiments configure it: ``GridArchive``/``CVTArchive`` (brute-force 
 ``learning_rate``/``threshold_min``, ``EvolutionStrategyEmitter(ranker="imp", selection_rule="mu")``,
 ``Scheduler(add_mode="batch")``; for DMS a ``DiscountModelManager`` over ``ribs.discount_models.MLP``
 (torch, 1 thread) whose emitters restart from the result archive.
+
+``--impls`` adds ``ours_pyribs`` (our code with pyribs 0.12's CMA-ES update) and, for CMA-MAE,
+the component swaps of :mod:`benchmarks.qd_swap` (``ours_ribs_archive``, ``ours_ribs_es``: our
+loop with pyribs's archive or pyribs's CMA-ES put in). ``--objective`` picks the LP objective;
+``--cvt-samples``/``--cvt-iterations`` make the k-means for high-dimensional CVTs cheaper (both
+implementations still share the centroids).
 
 Also, ours only: the small image-measure domain :class:`hifo.problems.qd.TrianglesDigits` (10 triangles,
 the 64 pixels are the measures, 1,000 digit images as CVT centroids; TA (MNIST) settings: 5
