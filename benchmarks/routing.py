@@ -207,8 +207,33 @@ def bench_acvrp(table: list, quick: bool) -> None:
             pg.append(gap_percent(routes_cost(routes, inst), inst.best_known))
             ps.append(sec)
         _row(table, "ACVRP", label, "nearest feasible customer", g, s)
+        _radar_acvrp_rows(table, label, insts, quick)
         _row(table, "ACVRP", label, f"PyVRP {secs:g}s seed 1 (reference: {insts[0].best_known_source}, seed 0)",
              pg, ps)
+
+
+RADAR_ACVRP_PROTOCOLS = {"greedy x1": dict(augmentations=1), "greedy x8 aug": dict(augmentations=8),
+                         "sampling 8 aug x (greedy + 4 samples)": dict(augmentations=8, samples=4)}
+
+
+def _radar_acvrp_rows(table: list, label: str, insts: list, quick: bool) -> None:
+    """The CPU-trained ACVRP RADAR model (n = 20; applied unchanged to larger n), if its weights exist."""
+    from hifo.problems.routing._radar_cvrp import load_radar_cvrp, radar_cvrp_solve
+    from hifo.problems.routing._radar_pomo import WEIGHTS_DIR
+
+    path = WEIGHTS_DIR / "radar_acvrp20.pt"
+    if not path.exists():
+        print(f"  (no {path.name}: python -m benchmarks.train_radar --acvrp-steps N)")
+        return
+    model = load_radar_cvrp(path)
+    for key, kw in RADAR_ACVRP_PROTOCOLS.items():
+        g, s = [], []
+        for inst in insts:
+            routes, sec = _timed(lambda: radar_cvrp_solve(model, inst.distance_matrix, inst.demands,
+                                                          inst.capacity, **kw))
+            g.append(gap_percent(routes_cost(routes, inst), inst.best_known))  # routes_cost validates
+            s.append(sec)
+        _row(table, "ACVRP", label, f"RADAR (n=20 model) {key}", g, s)
 
 
 def main(argv: list[str] | None = None) -> dict:
