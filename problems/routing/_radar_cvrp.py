@@ -137,7 +137,8 @@ def train_radar_cvrp(cfg: RadarConfig, n: int, capacity: int, *, seconds: float,
 
 
 def sequence_to_routes(seq) -> list[list[int]]:
-    routes, cur = [], []
+    routes: list[list[int]] = []
+    cur: list[int] = []
     for v in list(seq):
         v = int(v)
         if v == 0:
