@@ -207,7 +207,8 @@ def bench_acvrp(table: list, quick: bool) -> None:
             pg.append(gap_percent(routes_cost(routes, inst), inst.best_known))
             ps.append(sec)
         _row(table, "ACVRP", label, "nearest feasible customer", g, s)
-        _radar_acvrp_rows(table, label, insts, quick)
+        if label == "acvrp20":  # the model's training size
+            _radar_acvrp_rows(table, label, insts, quick)
         _row(table, "ACVRP", label, f"PyVRP {secs:g}s seed 1 (reference: {insts[0].best_known_source}, seed 0)",
              pg, ps)
 
@@ -236,12 +237,19 @@ def _radar_acvrp_rows(table: list, label: str, insts: list, quick: bool) -> None
         _row(table, "ACVRP", label, f"RADAR (n=20 model) {key}", g, s)
 
 
+def bench_acvrp_radar(table: list, quick: bool) -> None:
+    """Only the RADAR rows of ACVRP n = 20 (no PyVRP rerun); they replace the stored RADAR rows."""
+    insts = [i for i in acvrp_construct.ACVRPConstruct().load_instances("test") if i.n == 20]
+    _radar_acvrp_rows(table, "acvrp20", insts[:3] if quick else insts, quick)
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2-3 instances per set, short time limits")
     ap.add_argument("--make-refs", action="store_true", help="recompute evaluators/data/routing/refs.json")
-    ap.add_argument("--only", choices=["tsp", "atsp", "acvrp"], action="append",
-                    help="run only these parts and replace their rows in the existing results file")
+    ap.add_argument("--only", choices=["tsp", "atsp", "acvrp", "acvrp_radar"], action="append",
+                    help="run only these parts and replace their rows in the existing results file "
+                         "(acvrp_radar: only the RADAR rows of ACVRP)")
     args = ap.parse_args(argv)
     if args.make_refs:
         return make_refs()
@@ -250,14 +258,15 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(1)
     table: list = []
     print(f"{'prob':6} {'instances':16} {'method':32} {'gap %':>8} {'s/inst':>8}")
-    parts = {"tsp": bench_tsp, "atsp": bench_atsp, "acvrp": bench_acvrp}
+    parts = {"tsp": bench_tsp, "atsp": bench_atsp, "acvrp": bench_acvrp, "acvrp_radar": bench_acvrp_radar}
     chosen = args.only or list(parts)
     for name in chosen:
         parts[name](table, args.quick)
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"routing{'_quick' if args.quick else ''}.json"
     if args.only and path.exists():  # keep the rows of the parts not re-run
-        kept = [r for r in json.loads(path.read_text())["rows"] if r["problem"].lower() not in chosen]
+        kept = [r for r in json.loads(path.read_text())["rows"] if r["problem"].lower() not in chosen
+                and not ("acvrp_radar" in chosen and r["problem"] == "ACVRP" and r["method"].startswith("RADAR"))]
         table = kept + table
     out = {"command": "python -m benchmarks.routing" + (" --quick" if args.quick else ""), "rows": table}
     path.write_text(json.dumps(out, indent=1), encoding="utf-8")
