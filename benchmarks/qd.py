@@ -1,7 +1,8 @@
 """QD score and coverage versus evaluations: CMA-MAE and DMS, ours and pyribs's, side by side.
 
     python -m benchmarks.qd [--quick] [--iterations 500] [--image-iterations 1000] [--seeds 3]
-                            [--dims 2,10,20] [--jobs 2]
+                            [--dims 2,10,20] [--jobs 2] [--objective sphere|rastrigin|flat]
+                            [--impls ours,pyribs,...] [--seed0 1000] [--cvt-samples N --cvt-iterations K]
 
 Domain: LP (sphere), 100-D solutions, measure dimension 2 (100 x 100 grid), 10 and 20
 (10,000-cell CVTs), the DMS paper's settings (15 emitters x 36 = 540 evaluations per iteration; CMA-MAE
@@ -16,6 +17,12 @@ reference experiments configure it: ``GridArchive``/``CVTArchive`` (brute-force 
 ``learning_rate``/``threshold_min``, ``EvolutionStrategyEmitter(ranker="imp", selection_rule="mu")``,
 ``Scheduler(add_mode="batch")``; for DMS a ``DiscountModelManager`` over ``ribs.discount_models.MLP``
 (torch, 1 thread) whose emitters restart from the result archive.
+
+``--impls`` adds ``ours_pyribs`` (our code with pyribs 0.12's CMA-ES update) and, for CMA-MAE,
+the component swaps of :mod:`benchmarks.qd_swap` (``ours_ribs_archive``, ``ours_ribs_es``: our
+loop with pyribs's archive or pyribs's CMA-ES put in). ``--objective`` picks the LP objective;
+``--cvt-samples``/``--cvt-iterations`` make the k-means for high-dimensional CVTs cheaper (both
+implementations still share the centroids).
 
 Also, ours only: the small image-measure domain :class:`hifo.problems.qd.TrianglesDigits` (10 triangles,
 the 64 pixels are the measures, 1,000 digit images as CVT centroids; TA (MNIST) settings: 5
@@ -44,32 +51,43 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from hifo.problems.qd import LinearProjection, QDSearch, TrianglesDigits, nearest_centroid, paper_config  # noqa: E402
+from hifo.problems.qd import (  # noqa: E402
+    LinearProjection,
+    QDSearch,
+    TrianglesDigits,
+    cached_centroids,
+    nearest_centroid,
+    paper_config,
+)
+
+from .qd_swap import SWAPS, run_swap  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ALGOS = ("cma_mae", "dms")
-IMPLS = ("ours", "ours_pyribs", "pyribs")  # ours_pyribs: our code with pyribs 0.12's CMA-ES update
+# ours_pyribs: our code with pyribs 0.12's CMA-ES update; SWAPS: ours with pyribs's archive or CMA-ES
+IMPLS = ("ours", "ours_pyribs", "pyribs", *SWAPS)
 IMAGE_DIM = 64  # TrianglesDigits: the measure is the 8 x 8 image
 
 
-def _panel(dim: int) -> str:
-    return "TA (8x8 digits), 64-D image measures" if dim == IMAGE_DIM else f"LP (sphere), {dim}-D measures"
+def _panel(dim: int, objective: str = "sphere") -> str:
+    return "TA (8x8 digits), 64-D image measures" if dim == IMAGE_DIM else f"LP ({objective}), {dim}-D measures"
 
 
 def _run_ours(algo: str, measure_dim: int, seed: int, iterations: int, log_every: int, centroids,
-              cma_update: str = "hansen"):
+              cma_update: str = "hansen", objective: str = "sphere"):
     if measure_dim == IMAGE_DIM:  # the image-measure domain (TA on 8 x 8 digits)
         domain = TrianglesDigits(num_centroids=1000)
         cfg = paper_config(algo, domain, cma_update=cma_update)
     else:
-        domain = LinearProjection("sphere", 100, measure_dim)
+        domain = LinearProjection(objective, 100, measure_dim)
         cfg = paper_config(algo, domain, cma_update=cma_update,
                            **({"centroids": centroids} if centroids is not None else {}))
     search = QDSearch(domain, cfg, seed=seed)
     return search.run(iterations, log_every=log_every)
 
 
-def _run_pyribs(algo: str, measure_dim: int, seed: int, iterations: int, log_every: int, centroids):
+def _run_pyribs(algo: str, measure_dim: int, seed: int, iterations: int, log_every: int, centroids,
+                objective: str = "sphere"):
     import torch
     from ribs.archives import CVTArchive, DiscountArchive, GridArchive
     from ribs.emitters import EvolutionStrategyEmitter
@@ -77,7 +95,7 @@ def _run_pyribs(algo: str, measure_dim: int, seed: int, iterations: int, log_eve
 
     torch.set_num_threads(1)
     torch.manual_seed(seed)
-    domain = LinearProjection("sphere", 100, measure_dim)
+    domain = LinearProjection(objective, 100, measure_dim)
     low, high = domain.measure_bounds
     ranges = list(zip(low.tolist(), high.tolist()))
     ss = np.random.SeedSequence(seed)
@@ -138,14 +156,16 @@ def _run_pyribs(algo: str, measure_dim: int, seed: int, iterations: int, log_eve
 
 
 def _job(args):
-    impl, algo, dim, seed, iterations, log_every, centroids = args
+    impl, algo, dim, seed, iterations, log_every, centroids, objective = args
     t0 = time.perf_counter()
     if impl == "pyribs":
-        hist = _run_pyribs(algo, dim, seed, iterations, log_every, centroids)
+        hist = _run_pyribs(algo, dim, seed, iterations, log_every, centroids, objective)
+    elif impl in SWAPS:  # CMA-MAE only
+        hist = run_swap(impl, dim, seed, iterations, log_every, centroids, objective)
     else:  # "ours" (Hansen's CMA-ES update) or "ours_pyribs" (pyribs 0.12's update)
         hist = _run_ours(algo, dim, seed, iterations, log_every, centroids,
-                         "pyribs" if impl == "ours_pyribs" else "hansen")
-    return {"impl": impl, "algo": algo, "measure_dim": dim, "seed": seed, "history": hist,
+                         "pyribs" if impl == "ours_pyribs" else "hansen", objective)
+    return {"impl": impl, "algo": algo, "measure_dim": dim, "seed": seed, "objective": objective, "history": hist,
             "wall_s": time.perf_counter() - t0}
 
 
@@ -165,7 +185,8 @@ def _summary(runs: list[dict]) -> list[dict]:
                 ms = np.array([(r["history"][-1]["cpu_s"] - r["history"][0]["cpu_s"]) * 1e3
                                / max(1.0, r["history"][-1]["iteration"] - r["history"][0]["iteration"])
                                for r in sel])
-                rows.append({"measure_dim": dim, "algo": algo, "impl": impl, "seeds": len(sel),
+                rows.append({"measure_dim": dim, "objective": sel[0].get("objective", "sphere"),
+                             "algo": algo, "impl": impl, "seeds": len(sel),
                              "evaluations": last[0]["evaluations"], "qd_mean": float(qd.mean()),
                              "qd_std": float(qd.std()), "cov_mean": float(cov.mean()),
                              "cov_std": float(cov.std()), "cpu_ms_per_iter": float(ms.mean()),
@@ -184,6 +205,10 @@ def _claims(rows: list[dict]) -> list[dict]:
                 out.append({"measure_dim": dim, "impl": impl, "dms_over_cma_mae": dms["qd_mean"] / max(mae["qd_mean"], 1e-9),
                             "dms_ahead_every_seed": bool(min(dms["qd_per_seed"]) > max(mae["qd_per_seed"]))})
     return out
+
+
+def sel_objective(runs: list[dict], dim: int) -> str:
+    return next((r.get("objective", "sphere") for r in runs if r["measure_dim"] == dim), "sphere")
 
 
 def _plot(runs: list[dict], path: Path) -> bool:
@@ -211,7 +236,7 @@ def _plot(runs: list[dict], path: Path) -> bool:
                 mean, std = ys.mean(0), ys.std(0)
                 axes[i, j].plot(ev, mean, ls, color=color, label=f"{algo.upper().replace('_', '-')} ({impl})")
                 axes[i, j].fill_between(ev, mean - std, mean + std, color=color, alpha=0.15)
-        axes[0, j].set_title(_panel(dim), fontsize=10)
+        axes[0, j].set_title(_panel(dim, sel_objective(runs, dim)), fontsize=10)
         axes[1, j].set_xlabel("evaluations (thousands)")
         for ax in axes[:, j]:
             ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x / 1000:g}"))
@@ -234,7 +259,13 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--dims", default="2,10,20")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--impls", default="ours,pyribs",
-                    help="comma list of ours, ours_pyribs (ours with pyribs 0.12's CMA-ES update), pyribs")
+                    help="comma list of ours, ours_pyribs (ours with pyribs 0.12's CMA-ES update), pyribs, "
+                         "ours_ribs_archive, ours_ribs_es (CMA-MAE only: ours with pyribs's archive / CMA-ES)")
+    ap.add_argument("--objective", default="sphere", choices=("sphere", "rastrigin", "flat"),
+                    help="the LP objective (the image domain is unaffected)")
+    ap.add_argument("--seed0", type=int, default=1000, help="first seed")
+    ap.add_argument("--cvt-samples", type=int, default=50_000, help="k-means samples for the CVT centroids")
+    ap.add_argument("--cvt-iterations", type=int, default=15, help="Lloyd iterations for the CVT centroids")
     ap.add_argument("--out", type=Path, default=None, help="default: results/qd.json (qd_quick.json with --quick)")
     args = ap.parse_args(argv)
     if args.quick:
@@ -247,14 +278,16 @@ def main(argv: list[str] | None = None) -> dict:
     centroids = {}
     for dim in dims:
         if dim != 2:  # the same k-means centroids for both implementations
-            domain = LinearProjection("sphere", 100, dim)
-            centroids[dim] = paper_config("dms", domain).centroids
+            low, high = LinearProjection(args.objective, 100, dim).measure_bounds  # not objective-dependent
+            centroids[dim] = cached_centroids(10_000, tuple(zip(low.tolist(), high.tolist())), 42,
+                                              samples=args.cvt_samples, iterations=args.cvt_iterations)
     its, log = args.iterations, max(1, args.iterations // 20)
-    jobs = [(impl, algo, dim, 1000 + s, its, log, centroids.get(dim))
-            for dim in dims for s in range(args.seeds) for algo in ALGOS for impl in impls]
+    jobs = [(impl, algo, dim, args.seed0 + s, its, log, centroids.get(dim), args.objective)
+            for dim in dims for s in range(args.seeds) for algo in ALGOS for impl in impls
+            if not (impl in SWAPS and algo != "cma_mae")]
     if args.image_iterations:  # pyribs's side of this domain is not wired up: ours only
         its, log = args.image_iterations, max(1, args.image_iterations // 20)
-        jobs += [("ours", algo, IMAGE_DIM, 1000 + s, its, log, None)
+        jobs += [("ours", algo, IMAGE_DIM, args.seed0 + s, its, log, None, "sphere")
                  for s in range(args.seeds) for algo in ALGOS]
     t0 = time.perf_counter()
     if args.jobs > 1:
@@ -270,18 +303,20 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"{'domain':<38} {'algo':<8} {'impl':<7} {'evals':>8} {'QD score':>17} {'coverage':>16} "
           f"{'CPU ms/it':>10}")
     for r in rows:
-        print(f"{_panel(r['measure_dim']):<38} {r['algo']:<8} {r['impl']:<7} {r['evaluations']:>8.0f} "
+        print(f"{_panel(r['measure_dim'], r['objective']):<38} {r['algo']:<8} {r['impl']:<7} {r['evaluations']:>8.0f} "
               f"{r['qd_mean']:>9.1f} ± {r['qd_std']:<6.1f}{r['cov_mean']:>8.4f} ± {r['cov_std']:<6.4f}"
               f"{r['cpu_ms_per_iter']:>9.1f}")
     for c in claims:
-        print(f"claim (DMS ahead of CMA-MAE), {_panel(c['measure_dim'])}, {c['impl']}: QD ratio "
+        print(f"claim (DMS ahead of CMA-MAE), {_panel(c['measure_dim'], args.objective)}, {c['impl']}: QD ratio "
               f"{c['dms_over_cma_mae']:.2f}, ahead on every seed: {c['dms_ahead_every_seed']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     plotted = _plot(runs, args.out.with_suffix(".png"))
     payload = {"benchmark": "qd", "command": "python -m benchmarks.qd " + " ".join(argv if argv is not None
                                                                                   else sys.argv[1:]),
                "lp_iterations": args.iterations, "image_iterations": args.image_iterations,
-               "seeds": args.seeds, "dims": dims, "wall_s": wall, "jobs": args.jobs,
+               "seeds": args.seeds, "seed0": args.seed0, "cvt_samples": args.cvt_samples,
+               "cvt_iterations": args.cvt_iterations, "objective": args.objective, "dims": dims,
+               "wall_s": wall, "jobs": args.jobs,
                "platform": platform.platform(), "python": platform.python_version(), "numpy": np.__version__,
                "summary": rows, "claims": claims, "runs": runs,
                "plot": str(args.out.with_suffix(".png").name) if plotted else None}

@@ -156,16 +156,49 @@ def bench_acvrp(table: list, quick: bool) -> None:
             pg.append(gap_percent(routes_cost(routes, inst), inst.best_known))
             ps.append(sec)
         _row(table, "ACVRP", label, "nearest feasible customer", g, s)
+        if label == "acvrp20":  # the model's training size
+            _radar_acvrp_rows(table, label, insts, quick)
         _row(table, "ACVRP", label, f"PyVRP {secs:g}s seed 1 (reference: {insts[0].best_known_source}, seed 0)",
              pg, ps)
+
+
+RADAR_ACVRP_PROTOCOLS = {"greedy x1": dict(augmentations=1), "greedy x8 aug": dict(augmentations=8),
+                         "sampling 8 aug x (greedy + 4 samples)": dict(augmentations=8, samples=4)}
+
+
+def _radar_acvrp_rows(table: list, label: str, insts: list, quick: bool) -> None:
+    """The CPU-trained ACVRP RADAR model (n = 20; applied unchanged to larger n), if its weights exist."""
+    from hifo.problems.routing._radar_cvrp import load_radar_cvrp, radar_cvrp_solve
+    from hifo.problems.routing._radar_pomo import WEIGHTS_DIR
+
+    path = WEIGHTS_DIR / "radar_acvrp20.pt"
+    if not path.exists():
+        print(f"  (no {path.name}: python -m benchmarks.train_radar --acvrp-steps N)")
+        return
+    model = load_radar_cvrp(path)
+    for key, kw in RADAR_ACVRP_PROTOCOLS.items():
+        g, s = [], []
+        for inst in insts:
+            routes, sec = _timed(lambda: radar_cvrp_solve(model, inst.distance_matrix, inst.demands,
+                                                          inst.capacity, **kw))
+            g.append(gap_percent(routes_cost(routes, inst), inst.best_known))  # routes_cost validates
+            s.append(sec)
+        _row(table, "ACVRP", label, f"RADAR (n=20 model) {key}", g, s)
+
+
+def bench_acvrp_radar(table: list, quick: bool) -> None:
+    """Only the RADAR rows of ACVRP n = 20 (no PyVRP rerun); they replace the stored RADAR rows."""
+    insts = [i for i in acvrp_construct.ACVRPConstruct().load_instances("test") if i.n == 20]
+    _radar_acvrp_rows(table, "acvrp20", insts[:3] if quick else insts, quick)
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2-3 instances per set, short time limits")
     ap.add_argument("--make-refs", action="store_true", help="recompute evaluators/data/routing/refs.json")
-    ap.add_argument("--only", choices=["tsp", "atsp", "acvrp"], action="append",
-                    help="run only these parts and replace their rows in the existing results file")
+    ap.add_argument("--only", choices=["tsp", "atsp", "acvrp", "acvrp_radar"], action="append",
+                    help="run only these parts and replace their rows in the existing results file "
+                         "(acvrp_radar: only the RADAR rows of ACVRP)")
     args = ap.parse_args(argv)
     if args.make_refs:
         return make_refs()
@@ -174,14 +207,15 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(1)
     table: list = []
     print(f"{'prob':6} {'instances':16} {'method':32} {'gap %':>8} {'s/inst':>8}")
-    parts = {"tsp": bench_tsp, "atsp": bench_atsp, "acvrp": bench_acvrp}
+    parts = {"tsp": bench_tsp, "atsp": bench_atsp, "acvrp": bench_acvrp, "acvrp_radar": bench_acvrp_radar}
     chosen = args.only or list(parts)
     for name in chosen:
         parts[name](table, args.quick)
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"routing{'_quick' if args.quick else ''}.json"
     if args.only and path.exists():  # keep the rows of the parts not re-run
-        kept = [r for r in json.loads(path.read_text())["rows"] if r["problem"].lower() not in chosen]
+        kept = [r for r in json.loads(path.read_text())["rows"] if r["problem"].lower() not in chosen
+                and not ("acvrp_radar" in chosen and r["problem"] == "ACVRP" and r["method"].startswith("RADAR"))]
         table = kept + table
     out = {"command": "python -m benchmarks.routing" + (" --quick" if args.quick else ""), "rows": table}
     path.write_text(json.dumps(out, indent=1), encoding="utf-8")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from hifo.problems.routing.radar_training import VARIANTS, run
@@ -29,7 +30,11 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--variants", nargs="*", default=list(VARIANTS))
     ap.add_argument("--no-save", action="store_true", help="do not write weights")
+    ap.add_argument("--acvrp-steps", type=int, default=0,
+                    help="train only the ACVRP model (n = 20, capacity 30) for this many batches of 32")
     args = ap.parse_args(argv)
+    if args.acvrp_steps > 0:
+        return train_acvrp(args.acvrp_steps, args.seed, save=not args.no_save, argv=argv)
     steps, steps50, nval = (20, 10, 16) if args.quick else (args.steps, args.steps50, 64)
     out = run(steps=steps, steps50=steps50, n_val=nval, seed=args.seed, variants=args.variants,
               save=not (args.quick or args.no_save))
@@ -40,6 +45,32 @@ def main(argv: list[str] | None = None) -> dict:
     path = RESULTS / f"routing_radar_train{suffix}.json"
     path.write_text(json.dumps(out, indent=1), encoding="utf-8")
     print(f"wrote {path}")
+    return out
+
+
+def train_acvrp(steps: int, seed: int, save: bool, argv) -> dict:
+    """RADAR on ACVRP n = 20 (see :mod:`hifo.problems.routing._radar_cvrp`); curve to
+    ``results/routing_radar_acvrp_train.json``, weights to ``weights/radar_acvrp20.pt``."""
+    import torch
+
+    from hifo.problems.routing._radar import RadarConfig
+    from hifo.problems.routing._radar_cvrp import save_radar_cvrp, train_radar_cvrp
+    from hifo.problems.routing._radar_pomo import WEIGHTS_DIR
+
+    torch.set_num_threads(1)  # the machine is shared; one core per training run
+
+    t0 = time.process_time()
+    model, curve = train_radar_cvrp(RadarConfig(), 20, 30, seconds=float("inf"), max_steps=steps, seed=seed)
+    cpu = time.process_time() - t0
+    row = {"n": 20, "capacity": 30, "steps": steps, "batch": 32, "lr": 1e-3, "train_cpu_s": round(cpu, 1),
+           "config": RadarConfig().to_dict(), "curve": curve}
+    print(f"acvrp20: {steps} steps, {cpu:.0f} CPU s, best-of-POMO train length {curve[0]['best_len']:.3f} -> "
+          f"{curve[-1]['best_len']:.3f}", flush=True)
+    if save:
+        save_radar_cvrp(model, WEIGHTS_DIR / "radar_acvrp20.pt", {k: row[k] for k in row if k != "curve"})
+    out = {"command": "python -m benchmarks.train_radar " + " ".join(argv if argv is not None else sys.argv[1:]),
+           "torch": torch.__version__, "threads": 1, "seed": seed, "rows": [row]}
+    (RESULTS / "routing_radar_acvrp_train.json").write_text(json.dumps(out, indent=1), encoding="utf-8")
     return out
 
 

@@ -28,7 +28,10 @@ The library (imports nothing from the rest of the repository; torch only for the
   pluggable scoring rule, e.g. :func:`density_scorer`), :func:`iterated_local_search`;
   the learned constructor through :func:`learned_routes` / :func:`train_policy` (torch,
   imported on first use);
-* exact: :func:`solve_milp` (HiGHS MILP), :func:`brute_force` (tiny instances).
+* exact: :func:`solve_milp` (HiGHS MILP), :func:`brute_force` (tiny instances);
+* the team variant TOPTWVP (``m`` vehicles, see :mod:`._team`): :func:`check_team`,
+  :func:`team_profit`, :func:`construct_team` (parallel greedy insertion with the same scoring
+  rule), :func:`team_ils`, :func:`brute_force_team`, and :func:`solve_milp` with ``vehicles=m``.
 
 What is partial (and why):
 
@@ -39,7 +42,8 @@ What is partial (and why):
   about 8-15 % where the paper reports 0.8-3.3 %;
 * the ILS is Vansteenwegen et al.'s scheme adapted to variable profits (see :mod:`._ils`),
   not the exact ILS code the paper ran;
-* one vehicle only (the official code also carries a team variant, TOPTWVP);
+* the team variant has no learned constructor and no evaluator here (heuristics, ILS and the
+  exact MILP only);
 * instances follow the official generator's distribution but not its torch random stream.
 
 Example::
@@ -71,6 +75,7 @@ from ._instance import (
 )
 from ._schedule import InfeasibleRoute, check_route, check_schedule, earliest_starts, validate_route
 from ._stage2 import optimal_profit_batch, optimal_service_fast, optimal_service_lp, route_profit
+from ._team import brute_force_team, check_team, construct_team, team_ils, team_local_search, team_profit
 
 
 def learned_routes(instances, model=None, samples: int = 0):
@@ -92,6 +97,9 @@ __all__ = [
     "InfeasibleRoute",
     "OPTWVPInstance",
     "brute_force",
+    "brute_force_team",
+    "check_team",
+    "construct_team",
     "check_route",
     "check_schedule",
     "construct_route",
@@ -112,6 +120,9 @@ __all__ = [
     "routes_optimal",
     "routes_profit",
     "solve_milp",
+    "team_ils",
+    "team_local_search",
+    "team_profit",
     "train_policy",
     "validate_route",
     "write_json",

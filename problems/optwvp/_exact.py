@@ -33,17 +33,25 @@ from ._stage2 import optimal_service_fast
 
 
 def solve_milp(inst: OPTWVPInstance, time_limit: float = 60.0,
-               mip_rel_gap: float = 1e-6) -> dict:
+               mip_rel_gap: float = 1e-6, vehicles: int = 1) -> dict:
     """Solve an instance exactly. Returns ``route``, ``profit``, ``service``, ``optimal``
-    (proved within ``mip_rel_gap``), ``bound`` (HiGHS's dual bound), ``status``, ``wall_s``."""
+    (proved within ``mip_rel_gap``), ``bound`` (HiGHS's dual bound), ``status``, ``wall_s``.
+
+    ``vehicles = m > 1`` solves the team variant (TOPTWVP) with the same two-index model: the
+    direct arc ``0 -> N`` is dropped, at most ``m`` arcs leave the depot and as many enter its
+    end copy (each path from ``0`` to ``N`` is one vehicle; (5) still forbids cycles, and the
+    single ``s_N <= T`` bounds every vehicle's return). Then ``routes`` lists the routes,
+    ``route`` is the first and ``profit`` the team's total."""
     from scipy.optimize import Bounds, LinearConstraint, milp  # lazily, as in _stage2
     from scipy.sparse import coo_matrix
 
     t0 = time.perf_counter()
     cust = np.flatnonzero(inst.reachable)
     m = len(cust)
+    if vehicles < 1:
+        raise ValueError("vehicles must be at least 1")
     if m == 0:
-        return {"route": [], "profit": 0.0, "service": [], "optimal": True, "bound": 0.0,
+        return {"route": [], "routes": [], "profit": 0.0, "service": [], "optimal": True, "bound": 0.0,
                 "status": "no reachable customer", "wall_s": time.perf_counter() - t0}
     tt = inst.travel
     e, l = inst.tw_open, inst.tw_close
@@ -58,7 +66,7 @@ def solve_milp(inst: OPTWVPInstance, time_limit: float = 60.0,
                 continue
             i, j = glob[a], glob[b]
             if b == m + 1:
-                if a == 0 or lb[i] + tt[i, 0] <= inst.horizon + TIME_TOL:
+                if (a == 0 and vehicles == 1) or lb[i] + tt[i, 0] <= inst.horizon + TIME_TOL:
                     arcs.append((a, b))
             elif a == 0 or lb[i] + tt[i, j] <= l[j] + TIME_TOL:
                 arcs.append((a, b))
@@ -84,8 +92,12 @@ def solve_milp(inst: OPTWVPInstance, time_limit: float = 60.0,
     for k, (a, b) in enumerate(arcs):
         out_of[a].append(k)
         into[b].append(k)
-    add([(k, 1.0) for k in out_of[0]], 1, 1)
-    add([(k, 1.0) for k in into[m + 1]], 1, 1)
+    if vehicles == 1:
+        add([(k, 1.0) for k in out_of[0]], 1, 1)
+        add([(k, 1.0) for k in into[m + 1]], 1, 1)
+    else:  # at most m vehicles leave, and as many come back
+        add([(k, 1.0) for k in out_of[0]], 0, vehicles)
+        add([(k, 1.0) for k in into[m + 1]] + [(k, -1.0) for k in out_of[0]], 0, 0)
     for c in range(1, m + 1):
         add([(k, 1.0) for k in into[c]] + [(iy + c - 1, -1.0)], 0, 0)
         add([(k, 1.0) for k in out_of[c]] + [(iy + c - 1, -1.0)], 0, 0)
@@ -116,28 +128,46 @@ def solve_milp(inst: OPTWVPInstance, time_limit: float = 60.0,
                options={"time_limit": float(time_limit), "mip_rel_gap": mip_rel_gap, "disp": False})
     wall = time.perf_counter() - t0
     if res.x is None:
-        return {"route": [], "profit": 0.0, "service": [], "optimal": False, "bound": None,
+        return {"route": [], "routes": [], "profit": 0.0, "service": [], "optimal": False, "bound": None,
                 "status": res.message, "wall_s": wall}
     x = res.x[:na] > 0.5
-    succ = {a: b for (a, b), used in zip(arcs, x) if used}
-    route: list[int] = []
-    node = succ.get(0, m + 1)
-    while node != m + 1 and len(route) <= m:
-        route.append(int(glob[node]))
-        node = succ[node]
-    # the route's value is recomputed by stage 2 (exact) rather than read from the MILP
-    service, profit = optimal_service_fast(inst, route)
+    succ = {a: b for (a, b), used in zip(arcs, x) if used and a != 0}
+    routes: list[list[int]] = []
+    for (a, b), used in zip(arcs, x):
+        if not used or a != 0:
+            continue
+        route: list[int] = []
+        node = b
+        while node != m + 1 and len(route) <= m:
+            route.append(int(glob[node]))
+            node = succ[node]
+        if route:
+            routes.append(route)
+    # the routes' values are recomputed by stage 2 (exact) rather than read from the MILP
+    solved = [optimal_service_fast(inst, r) for r in routes] or [(np.zeros(0), 0.0)]
+    service, profit = solved[0][0], float(sum(p for _, p in solved))
     bound = getattr(res, "mip_dual_bound", None)
-    return {"route": route, "profit": profit, "service": service.tolist(),
+    return {"route": routes[0] if routes else [], "routes": routes, "profit": profit,
+            "service": service.tolist(),
             "optimal": res.status == 0, "bound": None if bound is None else -float(bound),
             "status": res.message, "wall_s": wall}
 
 
 def brute_force(inst: OPTWVPInstance) -> tuple[list[int], float]:
     """The optimal route by enumerating all feasible customer sequences (tiny ``n`` only)."""
+    routes = feasible_routes(inst)
+    if not routes:
+        return [], 0.0
+    prof = routes_profit(inst, routes)
+    j = int(np.argmax(prof))
+    return routes[j], float(prof[j])
+
+
+def feasible_routes(inst: OPTWVPInstance, max_customers: int = 9) -> list[list[int]]:
+    """Every customer sequence that is feasible with zero service (tiny ``n`` only)."""
     cust = [int(v) for v in np.flatnonzero(inst.reachable)]
-    if len(cust) > 9:
-        raise ValueError("brute force is for at most 9 reachable customers")
+    if len(cust) > max_customers:
+        raise ValueError(f"brute force is for at most {max_customers} reachable customers")
     tt, e, l, T = inst.travel, inst.tw_open, inst.tw_close, inst.horizon
     routes: list[list[int]] = []
 
@@ -152,8 +182,4 @@ def brute_force(inst: OPTWVPInstance) -> tuple[list[int], float]:
             extend(route + [v], v, start)
 
     extend([], 0, 0.0)
-    if not routes:
-        return [], 0.0
-    prof = routes_profit(inst, routes)
-    j = int(np.argmax(prof))
-    return routes[j], float(prof[j])
+    return routes

@@ -12,6 +12,12 @@ Rankings (``ranker``):
   then those that improved a cell, then the rest, each group by value.
 * any callable ``(status, value) -> sort keys`` (higher is better) for custom rankings.
 
+Ties: ``"imp"`` keeps the batch order among equal values (a stable sort); pyribs 0.12's
+``ImprovementRanker`` reverses ``argsort`` and so puts the *last* of equal values first. With
+continuous objectives ties do not occur; this is the only difference between this emitter and
+pyribs's ``EvolutionStrategyEmitter`` (same ``mu`` selection, the same restart rules, restart
+elites drawn uniformly from the emitter's archive).
+
 Parent selection: ``"mu"`` takes the best half (``lambda // 2``); ``"filter"`` takes the
 solutions the archive accepted. Restarts (from a random elite of ``restart_archive``): ``"basic"``
 only on CMA-ES's own stop conditions; ``"no_improvement"`` also when nothing was accepted;

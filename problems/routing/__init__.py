@@ -34,7 +34,9 @@ RADAR (needs ``torch``; loaded on first use of these names)
     :class:`RadarConfig`, :class:`RadarModel`, :func:`sinkhorn`, :func:`svd_features`,
     :func:`zscore`, :class:`RadarSettings`, :func:`radar_solve`, :func:`train_radar`,
     :func:`greedy_pomo`, :func:`tmat_batch`, :func:`save_radar`, :func:`load_radar` (bare names are
-    looked up in :data:`WEIGHTS_DIR`); training with the ablation: :mod:`.radar_training`.
+    looked up in :data:`WEIGHTS_DIR`); training with the ablation: :mod:`.radar_training`;
+    on ACVRP (ours at CPU scale, see :mod:`._radar_cvrp`): :class:`RadarCVRP`,
+    :func:`train_radar_cvrp`, :func:`radar_cvrp_solve`, :func:`save_radar_cvrp`, :func:`load_radar_cvrp`.
 """
 
 from __future__ import annotations
@@ -91,6 +93,11 @@ _LAZY = {
     "save_radar": "._radar_pomo",
     "load_radar": "._radar_pomo",
     "WEIGHTS_DIR": "._radar_pomo",
+    "RadarCVRP": "._radar_cvrp",
+    "train_radar_cvrp": "._radar_cvrp",
+    "radar_cvrp_solve": "._radar_cvrp",
+    "save_radar_cvrp": "._radar_cvrp",
+    "load_radar_cvrp": "._radar_cvrp",
 }
 
 __all__ = [
