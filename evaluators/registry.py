@@ -33,6 +33,7 @@ BUILTIN: dict[str, str] = {
     "qd_dms": "hifo.evaluators.qd_dms:QDDiscountModelSearch",
     "hnsw_delete": "hifo.evaluators.hnsw_delete:HNSWDelete",
     "lp_irls": "hifo.evaluators.lp_irls:LpIRLS",
+    "fl_aggregate": "hifo.evaluators.fl_aggregate:FLAggregate",
     "grape_anchor": "hifo.evaluators.grape_anchor:GrAPEAnchor",
     "glowq_select": "hifo.evaluators.glowq_select:GlowQSelect",
 }
