@@ -34,6 +34,7 @@ BUILTIN: dict[str, str] = {
     "hnsw_delete": "hifo.evaluators.hnsw_delete:HNSWDelete",
     "lp_irls": "hifo.evaluators.lp_irls:LpIRLS",
     "fl_aggregate": "hifo.evaluators.fl_aggregate:FLAggregate",
+    "tbptt_burnin": "hifo.evaluators.tbptt_burnin:TBPTTBurnIn",
     "grape_anchor": "hifo.evaluators.grape_anchor:GrAPEAnchor",
     "glowq_select": "hifo.evaluators.glowq_select:GlowQSelect",
 }

@@ -40,3 +40,7 @@ from hifo.problems.byzantine_fl._rules import (
     krum,
     trimmed_mean,
 )
+
+__all__ = ["ATTACKS", "RULES", "FLConfig", "FLRun", "accuracy", "centered_clipping", "client_updates", "clip_to_box",
+           "coordinate_median", "digits", "dirichlet_split", "fedavg", "fedlaw", "krum", "make_setup", "run_fl",
+           "softmax_loss_grad", "trimmed_mean"]
