@@ -191,6 +191,7 @@ def run_fl(config: FLConfig, aggregate: Aggregator | None = None, *,
                 break
             step = np.asarray(aggregates[t], dtype=float)
         else:
+            assert aggregate is not None
             step = np.asarray(aggregate(G.copy(), f, memory), dtype=float)
             memories.append({k: (np.array(v, copy=True) if isinstance(v, np.ndarray) else v)
                              for k, v in memory.items()})
