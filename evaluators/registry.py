@@ -35,6 +35,8 @@ BUILTIN: dict[str, str] = {
     "lp_irls": "hifo.evaluators.lp_irls:LpIRLS",
     "fdiv_pessimism": "hifo.evaluators.fdiv_pessimism:FdivPessimism",
     "ridge_schedule": "hifo.evaluators.ridge_schedule:RidgeSchedule",
+    "fl_aggregate": "hifo.evaluators.fl_aggregate:FLAggregate",
+    "tbptt_burnin": "hifo.evaluators.tbptt_burnin:TBPTTBurnIn",
     "grape_anchor": "hifo.evaluators.grape_anchor:GrAPEAnchor",
     "glowq_select": "hifo.evaluators.glowq_select:GlowQSelect",
     "surface_recon": "hifo.evaluators.surface_recon:SurfaceRecon",

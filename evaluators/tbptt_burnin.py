@@ -1,0 +1,153 @@
+"""Evolving the burn-in schedule of truncated BPTT for an RNN simulation model.
+
+The algorithm is :func:`hifo.problems.tbptt.train_tbptt`: a GRU learns a simulated
+Wiener-Hammerstein system from random windows of the training record, each started from a zero
+state; the loss counts only the steps after the burn-in. The candidate
+``burn_in(epoch, epochs, window, losses)`` picks each epoch's burn-in from the epoch counters, the
+window length and the mean training loss of the finished epochs (nothing else: no data, no model).
+
+The child returns the burn-ins it chose. The parent checks them (one int in ``[0, window)`` per
+epoch) and **replays** the deterministic training run (same seed, same windows) with exactly
+those burn-ins, then measures ``test_rmse`` of the free-run simulation on the held-out record
+(primary, minimised) and ``train_rmse``. Every schedule gets the same number of Adam steps on the
+same windows, so the burn-in changes only which steps count in the loss. Nothing the child reports
+besides the schedule is used.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.problems.tbptt import make_data, train_tbptt
+
+REFS = Path(__file__).parent / "data" / "tbptt" / "reference_figures.json"
+EPOCHS, STEPS, BATCH, HIDDEN, LR = 30, 10, 32, 12, 2e-2
+# set -> (data seed, window)
+_SPECS = {"train": ((0, 32),), "test": ((1, 32), (2, 48))}
+
+_DOCSTRING = """Chooses the burn-in of truncated BPTT for the next training epoch of a GRU system model.
+
+Every gradient step runs the GRU from a zero state over windows of `window` consecutive samples;
+the first `burn_in` steps of each window are not counted in the loss (the state is still wrong
+there, since the true system has been running for a long time). Larger burn-in: fewer steps
+counted, but the ones counted are not biased by the wrong initial state. Goal: low test error of
+the trained model simulating a long held-out record.
+
+Args:
+    epoch: this epoch, 0 .. epochs - 1.
+    epochs: the number of epochs.
+    window: the window length (steps per training subsequence).
+    losses: the mean training loss of each finished epoch (empty at epoch 0).
+
+Return:
+    an int in [0, window): the burn-in for this epoch.
+"""
+
+_TEMPLATE = FunctionTemplate(
+    name="burn_in",
+    signature="def burn_in(epoch: int, epochs: int, window: int, losses: list) -> int:",
+    docstring=_DOCSTRING,
+    baseline_body="    # A fixed burn-in of half the window.\n    return window // 2\n",
+)
+_BODIES = {
+    "no_burn_in": "    # Truncated BPTT without burn-in: every step counts.\n    return 0\n",
+    "quarter": "    # A fixed burn-in of a quarter of the window.\n    return window // 4\n",
+    "ramp": "    # Start without burn-in, grow linearly to 3/4 of the window.\n"
+            "    return int(0.75 * (window - 1) * epoch / max(epochs - 1, 1))\n",
+}
+
+
+@dataclass(frozen=True)
+class BurnInInstance:
+    name: str
+    seed: int
+    window: int
+
+
+@lru_cache(maxsize=4)
+def _data(seed: int) -> tuple[np.ndarray, ...]:
+    return tuple(make_data(seed, n_train=1000, n_test=500))
+
+
+def _train(instance: BurnInInstance, **kw: Any) -> Any:
+    return train_tbptt(_data(instance.seed), window=instance.window, epochs=EPOCHS, steps=STEPS, batch=BATCH,
+                       hidden=HIDDEN, lr=LR, seed=instance.seed, **kw)
+
+
+def _load_refs() -> dict[str, dict[str, dict[str, float]]]:
+    return json.loads(REFS.read_text()) if REFS.exists() else {}
+
+
+class TBPTTBurnIn(Evaluator):
+    """Held-out simulation error of a GRU trained by truncated BPTT under an evolved burn-in schedule."""
+
+    name = "tbptt_burnin"
+    description = (
+        "Truncated backpropagation through time for a GRU that learns a simulated Wiener-Hammerstein "
+        "system: every step trains on short windows started from a zero state, and the first burn-in steps "
+        "of each window are left out of the loss. Choose the burn-in for each epoch (from the epoch, the "
+        "window length and the training losses so far) to minimise the RMSE of the trained model simulating "
+        "a long held-out record.")
+    direction = "minimize"
+    primary_metric = "test_rmse"
+    template = _TEMPLATE
+    limits = Limits(timeout_s=300.0, cpu_s=400, memory_mb=4096)
+    baselines = {"half": _TEMPLATE.source(), **{k: _TEMPLATE.source(v) for k, v in _BODIES.items()}}
+    # Measured in-process, one torch thread, stored as data (``python -m hifo.evaluators.tbptt_burnin``).
+    reference_figures = _load_refs()
+    tags = ("training", "recurrent networks", "system identification", "torch")
+
+    def load_instances(self, instance_set: str) -> list[BurnInInstance]:
+        if instance_set not in _SPECS:
+            raise self.unknown_instance_set(instance_set, _SPECS)
+        return [BurnInInstance(f"wh/seed{s}/window{w}", s, w) for s, w in _SPECS[instance_set]]
+
+    @staticmethod
+    def solve(heuristic: Callable[..., Any], instance: BurnInInstance) -> dict[str, Any]:
+        torch.set_num_threads(1)
+
+        def rule(epoch: int, losses: list[float]) -> int:
+            return heuristic(epoch, EPOCHS, instance.window, losses)
+
+        return {"burn_ins": _train(instance, burn_in=rule).burn_ins}
+
+    def score(self, instance: BurnInInstance, solution: Any) -> dict[str, float]:
+        ms = solution.get("burn_ins") if isinstance(solution, dict) else None
+        if (not isinstance(ms, list) or len(ms) != EPOCHS
+                or not all(isinstance(m, int) and not isinstance(m, bool) and 0 <= m < instance.window for m in ms)):
+            raise InfeasibleSolution(f"{instance.name}: the solution must hold {EPOCHS} burn-ins in "
+                                     f"[0, {instance.window})")
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            run = _train(instance, burn_ins=ms)
+        finally:
+            torch.set_num_threads(before)
+        return {"test_rmse": run.test_rmse, "train_rmse": run.train_rmse, "mean_burn_in": float(np.mean(ms))}
+
+
+def make_refs() -> dict[str, dict[str, dict[str, float]]]:
+    ev = TBPTTBurnIn()
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for name, source in ev.baselines.items():
+        ns: dict[str, Any] = {}
+        exec(source, ns)  # trusted: our own baselines
+        out[name] = {}
+        for instance_set in ev.instance_sets:
+            per = [ev.score(i, json.loads(json.dumps(ev.solve(ns["burn_in"], i)))) for i in ev.load_instances(instance_set)]
+            out[name][instance_set] = {k: round(v, 6) for k, v in ev.aggregate(per).items()}
+    return out
+
+
+if __name__ == "__main__":
+    REFS.parent.mkdir(parents=True, exist_ok=True)
+    REFS.write_text(json.dumps(make_refs(), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {REFS}")

@@ -1,0 +1,40 @@
+"""hifo.evaluators.tbptt_burnin: stored figures reproduce; the parent replays and checks the schedule."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import pytest
+
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.evaluators.tbptt_burnin import EPOCHS, TBPTTBurnIn
+from evalkit import compile_entry, run_instance
+
+compiled = partial(compile_entry, entry="burn_in")
+
+
+@pytest.fixture(scope="module")
+def ev():
+    return TBPTTBurnIn()
+
+
+def test_declaration(ev):
+    from hifo.evaluators.registry import get_evaluator
+
+    assert isinstance(get_evaluator("tbptt_burnin"), TBPTTBurnIn)
+    assert ev.direction == "minimize" and ev.primary_metric == "test_rmse"
+    assert set(ev.reference_figures) == set(ev.baselines)
+
+
+@pytest.mark.parametrize("name", ["half", "no_burn_in"])
+def test_reference_figures_train(ev, name):
+    agg = ev.aggregate([run_instance(ev, compiled(ev.baselines[name]), i) for i in ev.load_instances("train")])
+    for metric, value in ev.reference_figures[name]["train"].items():
+        assert agg[metric] == pytest.approx(value, abs=1e-6), (name, metric)
+
+
+@pytest.mark.parametrize("bad", [{}, {"burn_ins": [0] * (EPOCHS - 1)}, {"burn_ins": [32] * EPOCHS},
+                                 {"burn_ins": [1.5] * EPOCHS}, {"burn_ins": [True] * EPOCHS}])
+def test_bad_schedules_are_infeasible(ev, bad):
+    with pytest.raises(InfeasibleSolution):
+        ev.score(ev.load_instances("train")[0], bad)
