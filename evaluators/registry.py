@@ -35,6 +35,7 @@ BUILTIN: dict[str, str] = {
     "lp_irls": "hifo.evaluators.lp_irls:LpIRLS",
     "grape_anchor": "hifo.evaluators.grape_anchor:GrAPEAnchor",
     "glowq_select": "hifo.evaluators.glowq_select:GlowQSelect",
+    "grape_spectrum": "hifo.evaluators.grape_spectrum:GrapeSpectrum",
 }
 
 

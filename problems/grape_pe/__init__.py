@@ -52,11 +52,12 @@ def rank2_exp(a: torch.Tensor, b: torch.Tensor, theta: float | torch.Tensor) -> 
 
 
 def grape_m_matrix(P: torch.Tensor, omegas: torch.Tensor, n: float) -> torch.Tensor:
-    """``G(n) = prod_m exp(n w_m L_m)`` with ``L_m`` the unit rank-2 generator of the plane spanned by
-    columns ``2m, 2m+1`` of the orthogonal ``P`` (the planes are orthogonal, so the factors commute)."""
+    """``G(n) = prod_m exp(n w_m L_m)`` with ``L_m = p_(2m+1) p_(2m)^T - p_(2m) p_(2m+1)^T`` the unit rank-2
+    generator of the plane of columns ``2m, 2m+1`` of the orthogonal ``P``, oriented so that ``P = I`` turns
+    ``e_2m`` towards ``e_2m+1`` as RoPE does (the planes are orthogonal, so the factors commute)."""
     G = torch.eye(P.shape[0], dtype=P.dtype)
     for m, w in enumerate(omegas):
-        G = G @ rank2_exp(P[:, 2 * m], P[:, 2 * m + 1], n * w)
+        G = G @ rank2_exp(P[:, 2 * m + 1], P[:, 2 * m], n * w)
     return G
 
 
