@@ -94,7 +94,12 @@ class GrapeSpectrum(Evaluator):
     limits = Limits(timeout_s=10.0, cpu_s=10, memory_mb=2048)
     baselines = {"rope": _source(_TEMPLATE.baseline_body), **{k: _source(v) for k, v in _BODIES.items()}}
     # Measured in-process, one torch thread (rope's re-checked by tests/evaluators/test_grape_spectrum.py).
-    reference_figures: dict = {}
+    reference_figures = {
+        "rope": {"train": {"acc_long": 0.5591, "acc_2x": 0.791, "acc_4x": 0.3271, "acc_train": 1.0}},
+        "nope": {"train": {"acc_long": 0.8369, "acc_2x": 0.8389, "acc_4x": 0.835, "acc_train": 0.8535}},
+        "low_band": {"train": {"acc_long": 0.4175, "acc_2x": 0.6611, "acc_4x": 0.1738, "acc_train": 0.8799}},
+        "linear": {"train": {"acc_long": 0.2881, "acc_2x": 0.2822, "acc_4x": 0.2939, "acc_train": 0.2988}},
+    }
     tags = ("positional-encoding", "transformer", "length-extrapolation", "torch")
 
     def load_instances(self, instance_set: str) -> list[SpectrumInstance]:
