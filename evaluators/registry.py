@@ -36,6 +36,7 @@ BUILTIN: dict[str, str] = {
     "grape_anchor": "hifo.evaluators.grape_anchor:GrAPEAnchor",
     "glowq_select": "hifo.evaluators.glowq_select:GlowQSelect",
     "grape_spectrum": "hifo.evaluators.grape_spectrum:GrapeSpectrum",
+    "ptq4arvg_calib": "hifo.evaluators.ptq4arvg_calib:PTQ4ARVGCalib",
 }
 
 
