@@ -30,6 +30,8 @@ class MultiplicativePE(nn.Module):
     basis per layer, shared by the heads; starts at ``I``) and ``log w`` (starts at the given spectrum).
     The trailing ``P`` of ``G`` cancels in ``G(i)q . G(j)k`` and is not applied."""
 
+    omegas: torch.Tensor  # buffer (fixed spectrum)
+
     def __init__(self, dh: int, omegas: torch.Tensor, learned: bool = False):
         super().__init__()
         self.learned = learned

@@ -114,6 +114,10 @@ def sample_features(model: TinyARVG, seqs: torch.Tensor) -> torch.Tensor:
 
 
 class QuantLinear(nn.Module):
+    s: torch.Tensor  # buffers: channel scales and static activation range (scalar or per token position)
+    lo: torch.Tensor
+    hi: torch.Tensor
+
     def __init__(self, lin: nn.Linear, s: torch.Tensor, lo, hi, bits: int):
         super().__init__()
         self.register_buffer("s", s)
