@@ -40,6 +40,8 @@ BUILTIN: dict[str, str] = {
     "grape_anchor": "hifo.evaluators.grape_anchor:GrAPEAnchor",
     "glowq_select": "hifo.evaluators.glowq_select:GlowQSelect",
     "surface_recon": "hifo.evaluators.surface_recon:SurfaceRecon",
+    "grape_spectrum": "hifo.evaluators.grape_spectrum:GrapeSpectrum",
+    "ptq4arvg_calib": "hifo.evaluators.ptq4arvg_calib:PTQ4ARVGCalib",
 }
 
 

@@ -1,0 +1,123 @@
+"""Evolving the spectrum of multiplicative GRAPE (RoPE's frequencies) for length extrapolation.
+
+The candidate ``spectrum(n_planes, base, train_len)`` returns one rotation frequency per canonical
+coordinate plane of an attention head (``G(n) = exp(n sum_m w_m L_m)``, RoPE when ``w_m = base^(-m/n_planes)``).
+It never sees the model or the data. The parent checks the frequencies (``n_planes`` finite values in
+``[0, pi]``), trains the tiny transformer of :mod:`hifo.problems.grape_pe` with them on associative recall
+at length ``train_len`` (deterministic, one torch thread, seeded by the instance) and measures recall
+accuracy at 2x and 4x the training length: ``acc_long`` (their mean; primary, maximised), ``acc_2x``,
+``acc_4x`` and ``acc_train`` (at the training length).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable
+
+import torch
+
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.problems.grape_pe import accuracy, train_model
+
+_DOCSTRING = """Frequencies of the rotation planes of a rotary (multiplicative GRAPE) positional encoding.
+
+Each attention head has n_planes coordinate planes; a token at position n has plane m of its query
+and key rotated by the angle n * w_m, so attention depends only on the offset between positions.
+RoPE uses w_m = base ** (-m / n_planes). The model is trained on sequences of length train_len and
+judged on sequences 2x and 4x longer (recall of a value given its key, far back in the sequence).
+
+Args:
+    n_planes: number of planes per head (head dimension / 2).
+    base: RoPE's base (10000.0), for reference.
+    train_len: training sequence length.
+
+Return:
+    A list of n_planes floats, each finite and in [0, pi].
+"""
+
+_TEMPLATE = FunctionTemplate(
+    name="spectrum",
+    signature="def spectrum(n_planes: int, base: float, train_len: int) -> list:",
+    docstring=_DOCSTRING,
+    baseline_body="    # RoPE: log-uniform spectrum.\n    return [base ** (-m / n_planes) for m in range(n_planes)]\n",
+)
+_BODIES = {
+    "nope": "    # No rotation at all (NoPE).\n    return [0.0] * n_planes\n",
+    "low_band": ("    # Only frequencies whose period exceeds the training length ('slow' half of RoPE).\n"
+                 "    return [min(base ** (-m / n_planes), 2 * np.pi / (4 * train_len)) for m in range(n_planes)]\n"),
+    "linear": "    # Linearly spaced frequencies from pi/2 down to pi/(2 n_planes).\n"
+              "    return [np.pi / 2 * (n_planes - m) / n_planes for m in range(n_planes)]\n",
+}
+
+
+def _source(body: str) -> str:
+    return f"{_TEMPLATE.imports}\n\n\n{_TEMPLATE.render(body)}"
+
+
+@dataclass(frozen=True)
+class SpectrumInstance:
+    name: str
+    seed: int
+    n_planes: int = 8
+    base: float = 10000.0
+    train_len: int = 32
+    steps: int = 500
+
+
+_SEEDS = {"train": (0,), "test": (1, 2)}
+
+
+@lru_cache(maxsize=64)
+def _measure(omegas: tuple[float, ...], seed: int, train_len: int, steps: int) -> dict[str, float]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model = train_model("rope", seed, steps=steps, length=train_len, omegas=torch.tensor(omegas, dtype=torch.float64))
+        acc = {f: accuracy(model, f * train_len, seed=seed) for f in (1, 2, 4)}
+    finally:
+        torch.set_num_threads(before)
+    return {"acc_long": (acc[2] + acc[4]) / 2, "acc_2x": acc[2], "acc_4x": acc[4], "acc_train": acc[1]}
+
+
+class GrapeSpectrum(Evaluator):
+    """Recall accuracy beyond the training length of a transformer with the evolved rotary spectrum."""
+
+    name = "grape_spectrum"
+    description = ("Choose the rotation frequencies of a rotary (multiplicative GRAPE) positional encoding; a tiny "
+                   "transformer is trained with them on associative recall and judged on sequences 2-4x longer "
+                   "than in training; maximise the recall accuracy there.")
+    direction = "maximize"
+    primary_metric = "acc_long"
+    template = _TEMPLATE
+    limits = Limits(timeout_s=10.0, cpu_s=10, memory_mb=2048)
+    baselines = {"rope": _source(_TEMPLATE.baseline_body), **{k: _source(v) for k, v in _BODIES.items()}}
+    # Measured in-process, one torch thread (rope's re-checked by tests/evaluators/test_grape_spectrum.py).
+    reference_figures = {
+        "rope": {"train": {"acc_long": 0.5591, "acc_2x": 0.791, "acc_4x": 0.3271, "acc_train": 1.0},
+                 "test": {"acc_long": 0.6113, "acc_2x": 0.7964, "acc_4x": 0.4263, "acc_train": 1.0}},
+        "nope": {"train": {"acc_long": 0.8369, "acc_2x": 0.8389, "acc_4x": 0.835, "acc_train": 0.8535},
+                 "test": {"acc_long": 0.8313, "acc_2x": 0.8379, "acc_4x": 0.8247, "acc_train": 0.8423}},
+        "low_band": {"train": {"acc_long": 0.4175, "acc_2x": 0.6611, "acc_4x": 0.1738, "acc_train": 0.8799}},
+        "linear": {"train": {"acc_long": 0.2881, "acc_2x": 0.2822, "acc_4x": 0.2939, "acc_train": 0.2988}},
+    }
+    tags = ("positional-encoding", "transformer", "length-extrapolation", "torch")
+
+    def load_instances(self, instance_set: str) -> list[SpectrumInstance]:
+        if instance_set not in _SEEDS:
+            raise self.unknown_instance_set(instance_set)
+        return [SpectrumInstance(f"recall/seed{s}", s) for s in _SEEDS[instance_set]]
+
+    @staticmethod
+    def solve(heuristic: Callable[..., Any], instance: SpectrumInstance) -> list[float]:
+        out = heuristic(instance.n_planes, instance.base, instance.train_len)
+        return [float(w) for w in out]
+
+    def score(self, instance: SpectrumInstance, solution: Any) -> dict[str, float]:
+        if not isinstance(solution, list) or len(solution) != instance.n_planes:
+            raise InfeasibleSolution(f"{instance.name}: expected a list of {instance.n_planes} frequencies")
+        if not all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w)
+                   and 0.0 <= w <= math.pi for w in solution):
+            raise InfeasibleSolution(f"{instance.name}: frequencies must be finite and in [0, pi]")
+        return dict(_measure(tuple(float(w) for w in solution), instance.seed, instance.train_len, instance.steps))

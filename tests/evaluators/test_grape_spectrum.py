@@ -1,0 +1,60 @@
+"""hifo.evaluators.grape_spectrum: the parent's checks, a baseline's figure, the sandbox path, thread safety."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.evaluators.grape_spectrum import GrapeSpectrum
+
+
+@pytest.fixture(scope="module")
+def ev():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield GrapeSpectrum()
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def instance(ev):
+    return ev.load_instances("train")[0]
+
+
+def compiled(source: str):
+    ns: dict = {}
+    exec(source, ns)
+    return ns["spectrum"]
+
+
+def test_declaration_and_instances_carry_no_model(ev, instance):
+    assert ev.name == "grape_spectrum" and ev.direction == "maximize" and ev.primary_metric == "acc_long"
+    assert (instance.n_planes, instance.train_len) == (8, 32)
+    assert [i.seed for i in ev.load_instances("test")] == [1, 2]
+    rope = ev.solve(compiled(ev.baselines["rope"]), instance)
+    assert rope[0] == 1.0 and rope[-1] == pytest.approx(10000 ** (-7 / 8))
+
+
+def test_parent_checks_the_frequencies(ev, instance):
+    for bad in ([0.1] * 7, [0.1] * 9, [math.nan] + [0.1] * 7, [-0.1] + [0.1] * 7, [4.0] + [0.1] * 7,
+                "0.1", [True] * 8, None):
+        with pytest.raises(InfeasibleSolution):
+            ev.score(instance, bad)
+
+
+def test_rope_reaches_its_reference_figures_and_the_sandbox_agrees(ev, instance):
+    """RoPE (one ~30 s training run; the sandbox run reuses the parent's measurement of the same spectrum)."""
+    from hifo.agents.evaluation import make_job, score_result
+    from hifo.sandbox import run_job
+
+    metrics = ev.score(instance, ev.solve(compiled(ev.baselines["rope"]), instance))
+    for key, want in ev.reference_figures["rope"]["train"].items():
+        assert metrics[key] == pytest.approx(want, abs=2e-3), key
+    assert metrics["acc_train"] > 0.95 > metrics["acc_long"]  # learnt, but does not extrapolate fully
+    instances = ev.load_instances("train")
+    score = score_result(ev, instances, run_job(make_job(ev, ev.baseline_source(), instances)))
+    assert score.feasible, score.error
+    assert score.metrics["acc_long"] == pytest.approx(metrics["acc_long"])

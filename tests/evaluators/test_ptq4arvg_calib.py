@@ -1,0 +1,55 @@
+"""hifo.evaluators.ptq4arvg_calib: the parent's index checks, a baseline's figure, the sandbox path."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.evaluators.ptq4arvg_calib import PTQ4ARVGCalib
+
+
+@pytest.fixture(scope="module")
+def ev():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield PTQ4ARVGCalib()
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def instance(ev):
+    return ev.load_instances("train")[0]
+
+
+def compiled(source: str):
+    ns: dict = {}
+    exec(source, ns)
+    return ns["select_calibration"]
+
+
+def test_instances_carry_features_not_the_model(ev, instance):
+    assert ev.direction == "minimize" and ev.primary_metric == "nll"
+    assert len(instance.features) == len(instance.classes) == 192 and instance.k == 16
+    assert all(isinstance(v, float) for v in instance.features[0]) and set(instance.classes) <= {0, 1, 2, 3}
+
+
+def test_parent_checks_the_indices(ev, instance):
+    for bad in (list(range(15)), list(range(17)), [0] * 16, list(range(185, 201)), [True] + list(range(1, 16)), "x"):
+        with pytest.raises(InfeasibleSolution):
+            ev.score(instance, bad)
+
+
+def test_dgc_reaches_its_reference_figure_in_process_and_in_the_sandbox(ev, instance):
+    from hifo.agents.evaluation import make_job, score_result
+    from hifo.sandbox import run_job
+
+    chosen = ev.solve(compiled(ev.baselines["dgc"]), instance)
+    m = ev.score(instance, chosen)
+    assert m["nll"] == pytest.approx(ev.reference_figures["dgc"]["train"]["nll"], abs=2e-4)
+    other = ev.score(instance, list(range(16)))
+    assert other["nll"] != m["nll"]  # the selection matters
+    instances = ev.load_instances("train")
+    score = score_result(ev, instances, run_job(make_job(ev, ev.baseline_source(), instances)))
+    assert score.feasible, score.error
+    assert score.metrics["nll"] == pytest.approx(m["nll"], abs=1e-6)

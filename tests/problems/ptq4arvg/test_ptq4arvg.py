@@ -1,0 +1,98 @@
+"""hifo.problems.ptq4arvg: scaling is exact in full precision, GPS minimises its loss model without growing a
+range, token-wise static ranges, DGC against an independent Mahalanobis computation, end-to-end at 8 bits."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hifo.problems.ptq4arvg import (act_range, dgc_select, fake_quant, gps_scales, mahalanobis, nll, quantize_model,
+                                    sequences, smoothquant_scales, trained_arvg)
+from hifo.problems.ptq4arvg import quant_weight
+
+
+def _acts(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(16, 12, 10, generator=g)
+    X[..., 3] *= 20  # an outlier channel
+    X[:, 0] *= 5  # a sink-like first token
+    W = torch.randn(6, 10, generator=g)
+    return X, W
+
+
+def test_fake_quant_levels_and_error_bound():
+    x = torch.linspace(-3, 5, 1000)
+    q = fake_quant(x, x.min(), x.max(), 4)
+    assert len(torch.unique(q)) <= 16 and (x - q).abs().max() <= 8 / 15 / 2 + 1e-6
+
+
+@pytest.mark.parametrize("fn", ["smooth", "gps"])
+def test_channel_scaling_is_exact_in_full_precision(fn):
+    X, W = _acts()
+    s = smoothquant_scales(X, W) if fn == "smooth" else gps_scales(X, W, 6, token_wise=True)
+    assert (s > 0).all()
+    assert torch.allclose((X / s) @ (W * s).T, X @ W.T, atol=1e-3)
+
+
+def test_gps_minimises_its_loss_model_and_grows_no_range():
+    X, W = _acts(1)
+    bits = 6
+    s = gps_scales(X, W, bits, token_wise=False)
+    o = int((X.flatten(0, 1).amax(0) - X.flatten(0, 1).amin(0)).argmax())
+    assert s[o] == pytest.approx(float(smoothquant_scales(X, W)[o]))
+    s0 = torch.ones(10)
+    s0[o] = s[o]
+    Xs, Ws = X / s0, W * s0
+    assert (X / s).abs().max() <= Xs.abs().max() * (1 + 1e-5)  # activation range kept
+    assert ((W * s).abs().amax(1) <= Ws.abs().amax(1) * (1 + 1e-5)).all()  # every weight row's range kept
+    lo, hi = act_range(Xs, False)
+    dX = (Xs - fake_quant(Xs, lo, hi, bits)).flatten(0, 1)
+    dW = Ws - quant_weight(Ws, bits)
+    a = (dX ** 2).sum(0) * (Ws ** 2).sum(0)
+    b = (Xs.flatten(0, 1) ** 2).sum(0) * (dW ** 2).sum(0)
+    g = s / s0
+    for i in range(10):
+        if i == o:
+            continue
+        E = lambda t: a[i] * t ** 2 + b[i] / t ** 2  # noqa: E731
+        grid = torch.linspace(0.2, 5, 400) * g[i]
+        lo_b = Xs[..., i].abs().max() / Xs.abs().max()
+        hi_b = (Ws.abs().amax(1) / Ws[:, i].abs()).min()
+        feasible = grid[(grid >= lo_b) & (grid <= hi_b)]
+        assert E(g[i]) <= E(feasible).min() * (1 + 1e-4), i
+
+
+def test_static_token_wise_ranges_cut_the_error_of_a_sink_token():
+    X, _ = _acts(2)
+    lo_t, hi_t = act_range(X, True)
+    lo, hi = act_range(X, False)
+    assert lo_t.shape == (12, 1)
+    err_t = ((X - fake_quant(X, lo_t, hi_t, 6)) ** 2)[:, 1:].mean()
+    err = ((X - fake_quant(X, lo, hi, 6)) ** 2)[:, 1:].mean()
+    assert err_t <= err
+
+
+def test_dgc_picks_the_farthest_samples():
+    g = torch.Generator().manual_seed(3)
+    F_ = torch.randn(50, 4, generator=g)
+    F_[[7, 21]] += 8.0
+    d = mahalanobis(F_)
+    mu, C = F_.mean(0), torch.cov(F_.T) + 1e-3 * torch.eye(4)
+    ref = torch.stack([torch.sqrt((f - mu) @ torch.linalg.inv(C) @ (f - mu)) for f in F_])
+    assert torch.allclose(d, ref, atol=1e-4)
+    assert {7, 21} <= set(dgc_select(F_, 5)) and len(dgc_select(F_, 5)) == 5
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.set_num_threads(1)
+    return trained_arvg()
+
+
+def test_eight_bits_is_nearly_lossless_and_four_bits_is_not(model):
+    val, calib = sequences(256, 7), sequences(32, 5)
+    fp = nll(model, val)
+    assert fp < 0.6  # learnt: uniform over 8 levels is 2.08 nats
+    for method in ("minmax", "smoothquant", "ptq4arvg"):
+        assert abs(nll(quantize_model(model, method, 8, calib), val) - fp) < 0.01
+    assert nll(quantize_model(model, "minmax", 4, calib), val) > fp + 0.003
