@@ -112,8 +112,8 @@ class SearchNodes(DistillNode, SelectNode):
             base = self.rt.store.candidates(operator="baseline", status="evaluated")
             best_base = sorted([c for c in base if c.ok], key=lambda c: -_fit(c))[:1]
             return [("i1", best_base if self.style == "completion" else []) for _ in range(self.cfg.n_init)]
-        ops = [o for o in LLM_OPERATORS if o != "i1"]
-        w = np.array([state["weights"].get(o, 0.0) for o in ops], dtype=float)
+        ops = [o for o in LLM_OPERATORS if o != "i1" and (self.cfg.operators is None or o in self.cfg.operators)]
+        w = np.array([state["weights"].get(o, 0.0) if self.cfg.operators is None else 1.0 for o in ops], dtype=float)
         w = w / w.sum()
         # EoH's rank-based parent selection: p(rank r) ~ 1 / (r + n)
         rank_w = np.array([1.0 / (r + len(pop)) for r in range(len(pop))])
