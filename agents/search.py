@@ -142,7 +142,8 @@ class SearchNodes(DistillNode, SelectNode):
         cap = self.cfg.max_evaluations
         room = None if cap is None else max(0, cap - self.rt.store.count_evaluated())
         self._early = EarlyEvaluations(self.rt.scorer, self._clock, room)
-        if (self.wall_left() or 1.0) > 0:
+        left = self.wall_left()
+        if left is None or left > 0:
             for c in self.rt.store.pending():
                 self._early.start(c.id, c.code)
 
