@@ -17,7 +17,20 @@ from hifo.agents.pipeline import union_length
 from hifo.agents.rundb import RunStore
 from hifo.sandbox import LocalExecutor
 
-from conftest import FakeModel
+
+def _fake_model_class():
+    """tests/agents/conftest.py's FakeModel, loaded by path (another conftest may own the name)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("agents_conftest", Path(__file__).parent / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.FakeModel
+
+
+FakeModel = _fake_model_class()
 
 DELAY = 0.35  # seconds per model reply and per evaluation: far above the real work on the bin-packing set
 
