@@ -45,6 +45,9 @@ class RunConfig(BaseModel):
                                            "the model once, with its error, within the call budget")
     foresight: bool = Field(True, description="off: no regime or directive in the prompts, fixed operator weights "
                                               "(the ablation of benchmarks/discovery.py)")
+    operators: list[Literal["e1", "e2", "m1", "m2", "m3"]] | None = Field(
+        None, description="only these evolution operators, drawn uniformly (EoH mode of benchmarks/discovery.py: "
+                          "e1 e2 m1 m2); default: all, weighted by the foresight regime")
     model_principles: Literal["auto", "on", "off"] = Field(
         "auto", description="model-written principles: auto = on for chat models, off for base models")
     recall_min_utility: float = Field(-0.25, ge=-1, le=1, description="hide principles below this utility "

@@ -51,7 +51,8 @@ class DistillNode:
         pop = self._pop(state.get("population", []))
         run = self.rt.run_id
         if not store.marker(f"credited:{gen}"):
-            arms = credit_offspring(store, kb, gen, [c.fitness for c in pop], key_prefix=f"{run}:{gen}")
+            arms = credit_offspring(store, kb, gen, [c.fitness for c in pop], key_prefix=f"{run}:{gen}",
+                                    problem=self.ev.name)
             store.mark(f"credited:{gen}", arms)
             self.rt.emit("credit", generation=gen, **arms)
         if store.marker(f"distilled:{gen}"):

@@ -64,6 +64,8 @@ def _report_node(nodes: SearchNodes) -> Callable[[RunState], RunState]:
         # only principles whose centred credit is confidently negative, over uses across runs
         retired = rt.kb.retire_harmful()
         summary["principles_retired"] = len(retired)
+        # the bounded pool: lowest-LCB graduates beyond the cap leave recall (kept, may come back)
+        summary["principle_pool"] = {k: len(v) for k, v in rt.kb.enforce_pool().items()}
         summary["finished_at"] = time.time()
         (rt.run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
         store.set_meta("status", "finished")

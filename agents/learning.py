@@ -25,11 +25,11 @@ def evidence(store: Any, generation: int) -> list[Any]:
 
 
 def credit_offspring(store: Any, kb: Any, generation: int, population_fitnesses: Sequence[float | None],
-                     key_prefix: str) -> dict[str, Any]:
+                     key_prefix: str, problem: str | None = None) -> dict[str, Any]:
     """Credit the principles of one generation's prompts; returns the arms' summary
     (control vs principled mean raw score, counts)."""
     kids = evidence(store, generation)
     fits = [c.fitness if c.ok else None for c in kids]
     scale = gain_scale([*population_fitnesses, *fits])
     return credit_generation(kb, [(c.principle_ids, f) for c, f in zip(kids, fits)], scale,
-                             key_prefix=key_prefix, keys=[c.id for c in kids])
+                             key_prefix=key_prefix, keys=[c.id for c in kids], problem=problem)

@@ -174,8 +174,9 @@ def render_distill(
     """Prompt asking the model for design principles. ``weak`` is (code, reason) pairs."""
     metric, direction = evaluator.primary_metric, evaluator.direction
     if style == "chat":
-        elites_block = "".join(f"Score: {_score_text(p, metric, direction)}\n```python\n{p.code.strip()}\n```\n\n"
-                               for p in elites)
+        elites_block = "".join(f"Score: {_score_text(p, metric, direction)}\n"
+                               + (f"Idea: {' '.join(p.thought.split())[:300]}\n" if p.thought.strip() else "")
+                               + f"```python\n{p.code.strip()}\n```\n\n" for p in elites)
         weak_block = "".join(f"Outcome: {why}\n```python\n{code.strip()}\n```\n\n" for code, why in weak)
         text = load_template("chat", "distill").substitute(
             task=evaluator.description.strip(), elites_block=elites_block,
@@ -183,7 +184,8 @@ def render_distill(
         return RenderedPrompt("distill", style, [{"role": "user", "content": text}], "", [])
     entry = evaluator.template.name
     elites_code = "".join(f"# good, {_score_text(p, metric, direction)}\n"
-                          f"{_rename(_strip_imports(p.code), entry, f'{entry}_good{i}')}\n\n"
+                          + (f"# idea: {' '.join(p.thought.split())[:200]}\n" if p.thought.strip() else "")
+                          + f"{_rename(_strip_imports(p.code), entry, f'{entry}_good{i}')}\n\n"
                           for i, p in enumerate(elites))
     weak_code = "".join(f"# bad: {why[:120]}\n{_rename(_strip_imports(code), entry, f'{entry}_bad{i}')}\n\n"
                         for i, (code, why) in enumerate(weak))

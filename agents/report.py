@@ -63,6 +63,7 @@ def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = Fal
             "recalled": recalls,
             "counts": store.status_counts(),
             "where_ran": store.placements(),
+            "timings": store.timings(),
         }
         if prompts:
             data["prompts"] = store.prompts()
@@ -82,6 +83,12 @@ def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = Fal
         t.add_row(str(f["generation"]), f["regime"], f["reason"], str(n.get("stagnation")),
                   str(n.get("code_diversity")), str(n.get("behaviour_diversity")), str(n.get("failure_rate")))
     console.print(t)
+    if data["timings"]:  # propose start to evaluate end; model and sandbox overlap (hifo.agents.pipeline)
+        tt = Table("gen", "model s", "eval s", "wall s", "overlap s", "calls", "evals", title="time per generation")
+        for r in data["timings"]:
+            tt.add_row(str(r["generation"]), *(f"{r.get(k, 0):.2f}" for k in ("model_s", "eval_s", "wall_s", "overlap_s")),
+                       str(r.get("model_calls")), str(r.get("evaluations")) + (" (resumed)" if r.get("resumed") else ""))
+        console.print(tt)
     if data["where_ran"]:
         w = Table("node", "isolation", "layers", "warm", "candidates", title="where candidates ran")
         for row in data["where_ran"]:

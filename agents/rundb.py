@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS foresight (
 );
 CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL, kind TEXT, data TEXT);
 CREATE TABLE IF NOT EXISTS markers (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS timings (generation INTEGER PRIMARY KEY, data TEXT NOT NULL);
 """
 
 
@@ -287,3 +288,13 @@ class RunStore:
         q = "SELECT * FROM events" + (" WHERE kind=?" if kind else "") + " ORDER BY id"
         return [{"ts": r["ts"], "kind": r["kind"], **json.loads(r["data"])}
                 for r in self.db.execute(q, (kind,) if kind else ()).fetchall()]
+
+    # ---- per-generation times (model, evaluation, wall; see hifo.agents.pipeline) ------------
+    def record_timing(self, generation: int, data: dict[str, Any]) -> None:
+        """One generation's times; a generation run again (resume) replaces its row."""
+        self.db.execute("INSERT OR REPLACE INTO timings VALUES (?, ?)", (generation, _j(data)))
+
+    def timings(self) -> list[dict[str, Any]]:
+        """Every generation's times, oldest first: ``{"generation": g, "model_s": ..., "eval_s": ..., ...}``."""
+        rows = self.db.execute("SELECT generation, data FROM timings ORDER BY generation").fetchall()
+        return [{"generation": r["generation"], **_loads(r["data"], {})} for r in rows]

@@ -23,6 +23,8 @@ from hifo.agents.foresight import decide, without_foresight
 from hifo.agents.llm.base import BudgetExceeded, LLMError
 from hifo.agents.prompting import LLM_OPERATORS, N_PARENTS, render_operator
 from hifo.agents.distill import DISTILL_ERROR_CHARS, DistillNode, _view
+from hifo.agents.pipeline import EarlyEvaluations, GenerationClock
+from hifo.agents.selection import SelectNode, _fit
 from hifo.agents.rundb import CandidateRow
 from hifo.agents.runtime import RunState, Runtime, WallTimeSpent, _stop_reason
 from hifo.agents.repair_loop import Parsed, fixable, parse_reply, repair_messages
@@ -33,17 +35,14 @@ from hifo.knowledge_base.seeds import seed_if_empty
 __all__ = ["DISTILL_ERROR_CHARS", "RunState", "Runtime", "SearchNodes", "WallTimeSpent"]
 
 
-def _fit(c: CandidateRow | None) -> float:
-    """A candidate's fitness for ranking: -inf for one without a score (or no candidate)."""
-    return c.fitness if c is not None and c.fitness is not None else -math.inf
-
-
-class SearchNodes(DistillNode):
+class SearchNodes(DistillNode, SelectNode):
     def __init__(self, rt: Runtime):
         self.rt = rt
         self.cfg = rt.config
         self.ev = rt.evaluator
         self.style = rt.client.style
+        self._clock: GenerationClock | None = None  # this generation's model / evaluation / wall times
+        self._early: EarlyEvaluations | None = None  # evaluations started while the model still writes
 
     # ---- helpers ---------------------------------------------------------------------------
     def _pop(self, ids: list[str]) -> list[CandidateRow]:
@@ -113,8 +112,8 @@ class SearchNodes(DistillNode):
             base = self.rt.store.candidates(operator="baseline", status="evaluated")
             best_base = sorted([c for c in base if c.ok], key=lambda c: -_fit(c))[:1]
             return [("i1", best_base if self.style == "completion" else []) for _ in range(self.cfg.n_init)]
-        ops = [o for o in LLM_OPERATORS if o != "i1"]
-        w = np.array([state["weights"].get(o, 0.0) for o in ops], dtype=float)
+        ops = [o for o in LLM_OPERATORS if o != "i1" and (self.cfg.operators is None or o in self.cfg.operators)]
+        w = np.array([state["weights"].get(o, 0.0) if self.cfg.operators is None else 1.0 for o in ops], dtype=float)
         w = w / w.sum()
         # EoH's rank-based parent selection: p(rank r) ~ 1 / (r + n)
         rank_w = np.array([1.0 / (r + len(pop)) for r in range(len(pop))])
@@ -131,8 +130,22 @@ class SearchNodes(DistillNode):
         left = self.wall_left()
         if left is not None and left <= 0:
             raise WallTimeSpent(self._wall_reason())
-        return self.rt.client.complete(messages, n=1, temperature=self.cfg.temperature, seed=seed,
-                                       max_tokens=self.cfg.max_tokens, stop=stop or None)[0]
+        def call() -> Any:
+            return self.rt.client.complete(messages, n=1, temperature=self.cfg.temperature, seed=seed,
+                                           max_tokens=self.cfg.max_tokens, stop=stop or None)[0]
+        return self._clock.model_call(call) if self._clock is not None else call()
+
+    def _start_early(self, gen: int) -> None:
+        """The clock of generation ``gen`` and its early evaluations; what is already pending (the
+        baselines at generation 0, a resumed run's leftovers) is submitted first, in evaluate's order."""
+        self._clock = GenerationClock(gen)
+        cap = self.cfg.max_evaluations
+        room = None if cap is None else max(0, cap - self.rt.store.count_evaluated())
+        self._early = EarlyEvaluations(self.rt.scorer, self._clock, room)
+        left = self.wall_left()
+        if left is None or left > 0:
+            for c in self.rt.store.pending():
+                self._early.start(c.id, c.code)
 
     def propose(self, state: RunState) -> RunState:
         gen, store = state["generation"], self.rt.store
@@ -140,6 +153,7 @@ class SearchNodes(DistillNode):
             return {}
         # a batch half-written by a killed process is discarded whole; none of it was evaluated yet
         store.discard_proposals(gen)
+        self._start_early(gen)
         rng = np.random.default_rng([self.cfg.seed, gen])
         recalled = [p for p in (self.rt.kb.get(i) for i in state.get("recalled", [])) if p is not None]
         plan = self._plan(state, rng)
@@ -152,6 +166,19 @@ class SearchNodes(DistillNode):
                                    regime=state.get("regime")) for (op, parents), ids in zip(plan, subsets)]
         stop_reason = None
         replies: dict[int, Any] = {}
+        done: set[int] = set()
+        nxt = 0
+        seen: set[str] = set()
+        n_ok = 0
+        to_repair: list[tuple[int, str, Parsed, dict]] = []
+        self._n_fixed = self._n_repaired = self._n_repair_new = 0
+
+        def record(i: int) -> None:
+            nonlocal n_ok
+            if i in replies:
+                n_ok += self._record_reply(gen, state, plan[i], prompts[i], subsets[i], i, replies[i], seen,
+                                           to_repair, stop_reason is None)
+
         workers = 1 if self.style == "completion" else min(8, max(1, len(prompts)))
         pool = ThreadPoolExecutor(max_workers=workers)
         try:
@@ -164,12 +191,20 @@ class SearchNodes(DistillNode):
                     stop_reason = _stop_reason(exc)
                 except LLMError as exc:
                     replies[futs[f]] = exc
+                done.add(futs[f])
+                # record (and start evaluating) replies in plan order as soon as they are in, while
+                # the model writes the next ones
+                while nxt < len(prompts) and nxt in done:
+                    record(nxt)
+                    nxt += 1
         except TimeoutError:
             # the wall budget ran out with calls in flight: stop waiting for them (a call cannot be
             # interrupted; its thread finishes on its own and its reply is dropped)
             stop_reason = self._wall_reason()
         finally:
             pool.shutdown(wait=stop_reason is None, cancel_futures=True)
+        for i in range(nxt, len(prompts)):  # after a stop: what came in behind a missing reply
+            record(i)
         errors = [r for r in replies.values() if isinstance(r, LLMError)]
         if errors and len(errors) == len(replies) and stop_reason is None:
             raise ModelUnavailable(f"all {len(errors)} model calls of generation {gen} failed; the first: "
@@ -177,30 +212,6 @@ class SearchNodes(DistillNode):
         if errors:  # the provider's own words on the console, not only in the run store
             self.rt.emit("model_errors", generation=gen, errors=len(errors), calls=len(replies),
                          error=" ".join(str(errors[0]).split())[:300])
-        seen: set[str] = set()
-        n_ok = 0
-        to_repair: list[tuple[int, str, Parsed, dict]] = []
-        self._n_fixed = self._n_repaired = self._n_repair_new = 0
-        for i, ((op, parents), pr) in enumerate(zip(plan, prompts)):
-            if i not in replies:
-                continue
-            rep = replies[i]
-            text = rep.text if not isinstance(rep, Exception) else None
-            usage = rep.to_dict() if not isinstance(rep, Exception) else {"error": str(rep)}
-            usage.pop("text", None)
-            pid = store.add_prompt(generation=gen, operator=op, messages=pr.messages,
-                                   principle_ids=subsets[i], reply=text, usage=usage)
-            common: dict[str, Any] = dict(generation=gen, operator=op, parents=[p.id for p in parents], cid=f"g{gen}-{i:03d}",
-                          regime=state.get("regime"), principle_ids=subsets[i], prompt_id=pid,
-                          usage=usage)
-            if text is None:
-                store.add_candidate(code="", code_hash=None, status="invalid", error=f"model call failed: {rep}",
-                                    **common)
-                continue
-            parsed = parse_reply(text, self.ev, pr)
-            if parsed.code is None and self.cfg.repair and fixable(parsed) and stop_reason is None:
-                to_repair.append((i, text, parsed, common))
-            n_ok += self._add_parsed(parsed, common, seen)
         for i, text, parsed, common in to_repair:  # error feedback: once per failing reply, in the budget
             if stop_reason is None:
                 stop_reason = self._repair_one(plan[i][0], prompts[i], text, parsed, common, seen, i)
@@ -210,6 +221,27 @@ class SearchNodes(DistillNode):
                      hyper=n_hyper, repaired=self._n_fixed,
                      feedback_repairs=self._n_repaired, stop_reason=stop_reason)
         return {"stop_reason": stop_reason} if stop_reason else {}
+
+    def _record_reply(self, gen: int, state: RunState, planned: tuple[str, list[CandidateRow]], pr: Any,
+                      subset: list[str], i: int, rep: Any, seen: set[str], to_repair: list, may_repair: bool) -> int:
+        """Record reply ``i`` (its prompt, its candidate) and start evaluating it; 1 when it is new."""
+        op, parents = planned
+        text = rep.text if not isinstance(rep, Exception) else None
+        usage = rep.to_dict() if not isinstance(rep, Exception) else {"error": str(rep)}
+        usage.pop("text", None)
+        pid = self.rt.store.add_prompt(generation=gen, operator=op, messages=pr.messages, principle_ids=subset,
+                                       reply=text, usage=usage)
+        common: dict[str, Any] = dict(generation=gen, operator=op, parents=[p.id for p in parents],
+                                      cid=f"g{gen}-{i:03d}", regime=state.get("regime"), principle_ids=subset,
+                                      prompt_id=pid, usage=usage)
+        if text is None:
+            self.rt.store.add_candidate(code="", code_hash=None, status="invalid",
+                                        error=f"model call failed: {rep}", **common)
+            return 0
+        parsed = parse_reply(text, self.ev, pr)
+        if parsed.code is None and self.cfg.repair and fixable(parsed) and may_repair:
+            to_repair.append((i, text, parsed, common))
+        return self._add_parsed(parsed, common, seen)
 
     def _add_parsed(self, parsed: Parsed, common: dict, seen: set[str]) -> int:
         """Record one parsed reply as a candidate: invalid, duplicate (rejected before evaluation) or
@@ -228,6 +260,8 @@ class SearchNodes(DistillNode):
         store.add_candidate(code=parsed.code, code_hash=h, thought=parsed.thought,
                             status="duplicate" if dup else "pending",
                             error="duplicate of an earlier candidate" if dup else None, **common)
+        if not dup and self._early is not None:
+            self._early.start(common["cid"], parsed.code)
         return 0 if dup else 1
 
     def _repair_one(self, op: str, pr: Any, text: str, parsed: Parsed, common: dict, seen: set[str],
@@ -276,11 +310,18 @@ class SearchNodes(DistillNode):
             store.add_candidate(generation=gen, operator="hyper", code=code, code_hash=h, parents=[elite.id],
                                 cid=f"g{gen}-h{j:02d}",
                                 regime=state.get("regime"), thought=f"constants of {elite.id} (sigma={st.sigma:.3g})")
+            if self._early is not None:
+                self._early.start(f"g{gen}-h{j:02d}", code)
             added += 1
         return added
 
     def evaluate(self, state: RunState) -> RunState:
-        store = self.rt.store
+        store, gen = self.rt.store, state["generation"]
+        clock, early = self._clock, self._early
+        if clock is None or early is None or clock.generation != gen:  # propose ran before a resume
+            clock = GenerationClock(gen, resumed=True)
+            early = EarlyEvaluations(self.rt.scorer, clock, 0)
+        self._clock = self._early = None
         pending = store.pending()
         cap = self.cfg.max_evaluations
         if cap is not None:
@@ -292,7 +333,11 @@ class SearchNodes(DistillNode):
             pending, late = [], pending
         else:
             late = []
-        futs = {self.rt.scorer.submit(c.code, c.id): c for c in pending}
+        futs: dict[Any, CandidateRow] = {}
+        for c in pending:  # most were started by propose; the rest start now
+            f = early.take(c.id)
+            futs[f if f is not None else clock.track(self.rt.scorer.submit(c.code, c.id))] = c
+        early.cancel_all("not evaluated")  # started early but no longer pending (none in a normal run)
         done = 0
         waiting = set(futs)
         while waiting:
@@ -314,6 +359,9 @@ class SearchNodes(DistillNode):
                 waiting = set()
         if late:  # left pending they would be evaluated by a resume; the run is over, so say why
             store.expire([c.id for c in late], f"not evaluated: {self._wall_reason()}")
+        timing = clock.summary()
+        store.record_timing(gen, timing)
+        self.rt.emit("timing", generation=gen, **timing)
         out: RunState = {"evaluations": store.count_evaluated()}
         if cap is not None and out["evaluations"] >= cap and not state.get("stop_reason"):
             out["stop_reason"] = f"evaluation budget ({cap}) spent"  # the model is asked nothing more
@@ -321,65 +369,3 @@ class SearchNodes(DistillNode):
             self.rt.emit("budget", reason=self._wall_reason(), cancelled=[c.id for c in late])
             out["stop_reason"] = self._wall_reason()
         return out
-
-    def select(self, state: RunState) -> RunState:
-        gen, store = state["generation"], self.rt.store
-        new = [c for c in store.candidates(generation=gen, status="evaluated") if c.ok]
-        pool = {c.id: c for c in self._pop(state.get("population", [])) + new}
-        ranked = sorted(pool.values(), key=lambda c: (-_fit(c), c.id))
-        kept: list[CandidateRow] = []
-        clones: list[CandidateRow] = []
-        for c in ranked:  # diversity protection: behavioural clones only fill leftover slots
-            vec = self._vector(c)
-            if any(np.allclose(vec, self._vector(k), rtol=1e-12, atol=1e-12) for k in kept):
-                clones.append(c)
-            else:
-                kept.append(c)
-        population = (kept + clones)[: self.cfg.population]
-        if not store.marker(f"hyper_told:{gen}"):
-            by_parent: dict[str, list[CandidateRow]] = {}
-            for c in store.candidates(generation=gen, operator="hyper", status="evaluated"):
-                by_parent.setdefault(c.parents[0], []).append(c)
-            for pid, kids in by_parent.items():
-                parent = store.candidate(pid)
-                wins = sum(1 for k in kids if k.ok and _fit(k) > _fit(parent))
-                st = hyper.HyperState(**(store.marker(f"hyper:{parent.code_hash}") or {}))
-                store.mark(f"hyper:{parent.code_hash}", hyper.tell(st, len(kids), wins).to_dict())
-            store.mark(f"hyper_told:{gen}")
-        history = list(state.get("best_history", []))
-        if population:
-            best = population[0]
-            if not history or _fit(best) > max(history):
-                (self.rt.run_dir / "best.py").write_text(
-                    f"# hifo run {self.rt.run_id}, candidate {best.id}, generation {best.generation}, "
-                    f"{self.ev.primary_metric} = {best.objective:.6g} on '{self.rt.scorer.instance_set}'\n{best.code}")
-            history.append(max([_fit(best), *history]))
-        self.rt.emit("select", generation=gen, population=[c.id for c in population],
-                     best=population[0].objective if population else None,
-                     best_id=population[0].id if population else None)
-        return {"population": [c.id for c in population], "best_history": history}
-
-    def _early_stop(self, history: list[float]) -> str | None:
-        """--target: the best reached the value; --patience: no new best for that many generations
-        (``history`` is the running best fitness, one entry per generation)."""
-        cfg, metric = self.cfg, self.ev.primary_metric
-        if cfg.target is not None and history and history[-1] >= self.ev.fitness({metric: cfg.target}):
-            return f"target {metric} = {cfg.target:g} reached"
-        if cfg.patience is not None and len(history) > cfg.patience and history[-1] <= history[-1 - cfg.patience]:
-            return f"no new best for {cfg.patience} generation(s) (--patience)"
-        return None
-
-    def route(self, state: RunState) -> str:
-        cfg = self.cfg
-        reason = state.get("stop_reason")
-        if reason is None and state["generation"] > cfg.generations:
-            reason = f"{cfg.generations} generation(s) done"
-        if reason is None and cfg.max_evaluations is not None and state.get("evaluations", 0) >= cfg.max_evaluations:
-            reason = f"evaluation budget ({cfg.max_evaluations}) spent"
-        if reason is None and cfg.max_wall_s is not None and self.wall_used() >= cfg.max_wall_s:
-            reason = f"wall-time budget ({cfg.max_wall_s:.0f} s) spent"
-        reason = reason or self._early_stop(state.get("best_history", []))
-        if reason:
-            self.rt.store.set_meta("stop_reason", reason)
-            return "end"
-        return "continue"

@@ -4,8 +4,8 @@
     python -m benchmarks.main_job RUN_DIR      # summarises an existing run directory
 
 Records the wall time of the command, the candidates the model proposed per generation, how many
-parsed and how many scored feasible, the best train/test figures against the seeded Best Fit baseline,
-and the CPU it ran on. Writes ``benchmarks/results/main_job.json``.
+parsed and how many scored feasible, model / evaluation / wall seconds per generation, the best
+train/test figures against the seeded Best Fit baseline, and the CPU it ran on. Writes ``benchmarks/results/main_job.json``.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ def summarise(run_dir: Path) -> dict:
     store = RunStore(run_dir / "run.sqlite")
     try:
         cands = store.candidates()
+        times = store.timings()
     finally:
         store.close()
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -66,6 +67,10 @@ def summarise(run_dir: Path) -> dict:
             "model_offspring": {"proposed": len(proposed), "parsed": sum(c.status != "invalid" for c in proposed),
                                 "feasible": sum(bool(c.ok) for c in proposed)},
             "per_generation": {str(k): v for k, v in sorted(by_gen.items())},
+            # model / evaluation / wall seconds per generation (propose start to evaluate end; see
+            # hifo.agents.pipeline): overlapped, wall approaches max(model, eval) rather than their sum
+            "time_per_generation": {str(t["generation"]): {k: t.get(k) for k in ("model_s", "eval_s", "wall_s",
+                                                                                  "overlap_s")} for t in times},
             "model_usage": summary.get("model_usage")}
 
 

@@ -6,7 +6,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_S = 30.0
 
 
@@ -81,8 +81,27 @@ ALTER TABLE principles ADD COLUMN credit_sum REAL NOT NULL DEFAULT 0.0;
 ALTER TABLE principles ADD COLUMN credit_sq REAL NOT NULL DEFAULT 0.0;
 """
 
+# v3: the bounded active pool (`hifo.knowledge_base.pool`): principles moved out of recall by the pool
+# cap (never deleted, brought back when there is room), and per-problem use of each principle, so that
+# "learnt on" (provenance) and "helped later on" can be told apart.
+_DDL_V3 = """
+CREATE TABLE pool_inactive (
+    principle_id TEXT PRIMARY KEY REFERENCES principles(id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED,
+    inactive_at  REAL NOT NULL,
+    lower_bound  REAL
+);
+CREATE TABLE principle_use (
+    principle_id TEXT NOT NULL REFERENCES principles(id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED,
+    problem      TEXT NOT NULL,
+    uses         INTEGER NOT NULL DEFAULT 0,
+    wins         INTEGER NOT NULL DEFAULT 0,
+    credit_sum   REAL NOT NULL DEFAULT 0.0,
+    PRIMARY KEY (principle_id, problem)
+);
+"""
+
 # version reached -> script that upgrades from the version before it
-_MIGRATIONS: dict[int, str] = {1: _DDL_V1, 2: _DDL_V2}
+_MIGRATIONS: dict[int, str] = {1: _DDL_V1, 2: _DDL_V2, 3: _DDL_V3}
 
 
 def default_kb_path() -> Path:

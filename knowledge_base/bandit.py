@@ -80,6 +80,13 @@ def upper_bound(n: int, total: float, sq: float, z: float = RETIRE_Z) -> float:
     return total / n + z * _sample_sd(n, total, sq) / math.sqrt(n)
 
 
+def lower_bound(n: int, total: float, sq: float, z: float = RETIRE_Z) -> float:
+    """``mean - z * sd / sqrt(n)`` of the observed centred credit (-inf before any use)."""
+    if n <= 0:
+        return -math.inf
+    return total / n - z * _sample_sd(n, total, sq) / math.sqrt(n)
+
+
 def is_harmful(n: int, total: float, sq: float, *, min_uses: int = RETIRE_MIN_USES, z: float = RETIRE_Z) -> bool:
     """True when enough uses say, with one-sided confidence ``z``, that the principle lowers gains."""
     return n >= min_uses and upper_bound(n, total, sq, z) < 0.0
@@ -139,10 +146,12 @@ def arm_summary(subsets: Sequence[Sequence[str]], raw: Sequence[float]) -> dict[
 
 
 def credit_generation(kb, offspring: Sequence[tuple[Sequence[str], float | None]], scale: float,
-                      key_prefix: str | None = None, keys: Sequence[str] | None = None) -> dict[str, float | int | None]:
+                      key_prefix: str | None = None, keys: Sequence[str] | None = None,
+                      problem: str | None = None) -> dict[str, float | int | None]:
     """Credit one generation: ``offspring`` is ``(principle_ids, fitness or None)`` per child, all arms
     (controls have no ids).  Each principled child's principles receive its centred gain via
-    ``kb.credit`` (idempotent under ``key_prefix:keys[i]``, or ``key_prefix:i``); returns `arm_summary`
+    ``kb.credit`` (idempotent under ``key_prefix:keys[i]``, or ``key_prefix:i``; counted for ``problem``
+    in the per-problem use table, `hifo.knowledge_base.pool`); returns `arm_summary`
     plus the number of credited children."""
     raw = raw_scores([f for _, f in offspring], scale)
     gains = centred_gains(raw)
@@ -151,6 +160,7 @@ def credit_generation(kb, offspring: Sequence[tuple[Sequence[str], float | None]
         if not ids:
             continue
         won = fit is not None and math.isfinite(fit) and g > 0
-        kb.credit(list(ids), g, won=won, key=None if key_prefix is None else f"{key_prefix}:{keys[i] if keys else i}")
+        kb.credit(list(ids), g, won=won, key=None if key_prefix is None else f"{key_prefix}:{keys[i] if keys else i}",
+                  problem=problem)
         credited += 1
     return {**arm_summary([ids for ids, _ in offspring], raw), "credited": credited}

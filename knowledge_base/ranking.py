@@ -7,8 +7,11 @@ stated for this problem, plus general ones that have no problem):
              + w_relevance · relevance(p)
              + w_recency   · recency(p)
              + w_problem   · [problem ∈ p.problems]
+             + w_probation · max(0, 1 - credit_n / PROBATION_USES)
 
-with the default weights 0.45 / 0.25 / 0.10 / 0.20 (they sum to 1, so scores lie in [0, 1]) and
+with the default weights 0.45 / 0.25 / 0.10 / 0.20 (they sum to 1) and a probation bonus of 0.30 that
+fades over a new principle's first ``PROBATION_USES`` credited uses (`hifo.knowledge_base.pool`), so
+scores lie in [0, 1.3]; and
 
 * ``quality(p)    = ½ · (wins + 1) / (uses + 2) + ½ · (utility + 1) / 2`` — the smoothed win rate and the
   utility EMA mapped from [-1, 1] to [0, 1]; exactly 0.5 for a principle never used;
@@ -26,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .credit import win_rate
+from .pool import PROBATION_USES
 from .principle import Principle
 
 SECONDS_PER_DAY = 86_400.0
@@ -40,9 +44,10 @@ class RecallWeights:
     recency: float = 0.10
     same_problem: float = 0.20
     half_life_days: float = 30.0
+    probation: float = 0.30  # bonus of a principle with no credited use (see hifo.knowledge_base.pool)
 
     def __post_init__(self) -> None:
-        for name in ("quality", "relevance", "recency", "same_problem"):
+        for name in ("quality", "relevance", "recency", "same_problem", "probation"):
             if getattr(self, name) < 0:
                 raise ValueError(f"recall weight {name} must be >= 0")
         if self.half_life_days <= 0:
@@ -83,6 +88,7 @@ def recall_score(
         + weights.relevance * relevance
         + weights.recency * recency(p, now, weights.half_life_days)
         + weights.same_problem * same
+        + weights.probation * max(0.0, 1.0 - p.credit_n / PROBATION_USES)
     )
 
 

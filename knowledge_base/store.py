@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from . import _rows, _transfer, bandit
+from . import _rows, _transfer, bandit, pool
 from ._rows import PrincipleNotFound
 from ._schema import SCHEMA_VERSION, KnowledgeBaseError, connect, default_kb_path
 from .credit import DEFAULT_ALPHA, update_utility
@@ -39,7 +39,7 @@ def _fts_query(terms: list[str], any_term: bool) -> str:
     return (" OR " if any_term else " AND ").join(quoted)
 
 
-class KnowledgeBase:
+class KnowledgeBase(pool.PoolMixin):
     """Principles in one SQLite file (default `default_kb_path()`).
 
     ``merge_threshold`` is the `similarity` at which a new principle is merged into an existing one;
@@ -129,7 +129,8 @@ class KnowledgeBase:
             return _rows.must(conn, pid)
 
     def credit(
-        self, principle_ids: Iterable[str], gain: float, won: bool, *, key: str | None = None
+        self, principle_ids: Iterable[str], gain: float, won: bool, *, key: str | None = None,
+        problem: str | None = None,
     ) -> list[Principle]:
         """Credit the principles that were in an offspring's prompt with its gain.
 
@@ -157,6 +158,8 @@ class KnowledgeBase:
                     "last_used_at = ?, updated_at = ? WHERE id = ?",
                     (int(bool(won)), update_utility(utility, gain, self.alpha), g, g * g, now, now, pid),
                 )
+                if problem:  # where it was used (and helped): hifo.knowledge_base.pool
+                    pool.record_use(conn, pid, problem, g, won)
             if key is not None:
                 conn.execute(
                     "INSERT INTO credit_log (key, principle_ids, gain, won, applied_at) VALUES (?, ?, ?, ?, ?)",
@@ -314,7 +317,7 @@ class KnowledgeBase:
             raise ValueError("k must be >= 0")
         terms = search_terms(f"{problem or ''} {description}")
         with self._read() as conn:
-            candidates = _rows.load(conn, "WHERE status = 'active'")
+            candidates = _rows.load(conn, "WHERE status = 'active' AND id NOT IN (" + pool._INACTIVE + ")")
             raw: dict[str, float] = {}
             if terms:
                 for pid, score in conn.execute(

@@ -18,3 +18,43 @@ def test_arms_run_to_equal_calls_and_are_measured(tmp_path, make_fake_model):
         assert sum(r["failures"].values()) <= r["replies"] - r["valid"]
     s = out["summary"]["bpp_online"]["full"]
     assert s["seeds"] == 1 and 0 <= s["valid_rate"] <= 1
+
+
+def test_eoh_tsp_and_transfer_arms_with_test_curves_and_plot(tmp_path, make_fake_model, monkeypatch):
+    from hifo.agents.rundb import RunStore
+    from benchmarks import discovery
+    from benchmarks.discovery import plot, run_all
+
+    # tsp_construct replies: a nearest-neighbour variant the scripted model can write
+    tsp = ["{Nearest neighbour.}\n```python\nimport numpy as np\n\ndef select_next_node(current_node, destination_node,"
+           " unvisited_nodes, distance_matrix):\n    d = distance_matrix[current_node][unvisited_nodes]\n"
+           "    return unvisited_nodes[int(np.argmin(d + {C} * 0))]\n```"]
+
+    def model():
+        m = make_fake_model()
+        m.replies = m.replies + tsp
+        return m
+
+    arms = ["full", "eoh", "transfer"]
+    out = run_all(["bpp_online", "tsp_construct"], [0], 8, "fake", tmp_path, client_factory=model, arms=arms,
+                  log=lambda s: None)
+    rows = {(r["problem"], r["arm"]): r for r in out["rows"]}
+    assert set(rows) == {("bpp_online", "full"), ("bpp_online", "eoh"), ("tsp_construct", "full"),
+                         ("tsp_construct", "eoh"), ("tsp_construct", "transfer")}
+    for r in rows.values():  # the test-set curve: one point per call, scored on the test set
+        assert r["test_set"] == "test" and len(r["test_curve"]) == r["model_calls"]
+        assert [x for x, _ in r["test_curve"]] == [x for x, _ in r["curve"]]
+        assert r["test_curve"][0][1] is not None
+    # EoH mode: only its four operators after generation 0, no principle in any prompt
+    store = RunStore(tmp_path / "bpp_online-eoh-0" / "run.sqlite")
+    try:
+        ops = {c.operator for c in store.candidates(not_operator="baseline") if c.generation > 0}
+        assert ops and ops <= {"e1", "e2", "m1", "m2", "repair"}
+        assert all(not p["principle_ids"] for p in store.prompts())
+    finally:
+        store.close()
+    # transfer: the tsp run started from what the bpp run left
+    assert rows[("tsp_construct", "transfer")]["principles_transferred"] > 0
+    png = plot(out["rows"], tmp_path / "d.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert discovery.PROBLEM_ARMS["tsp_construct"] == ["full", "eoh", "transfer"]

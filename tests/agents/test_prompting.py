@@ -73,6 +73,10 @@ def test_distill_prompts_and_parsing():
                    "Penalise bins that would be left with a gap too small for typical items."]
     cp = render_distill("completion", evaluator=EV, elites=[P1], weak=[])
     assert cp.messages[0]["content"].endswith("# 1.\n")
+    # the candidates' own descriptions are shown, and principles that transfer are asked for
+    assert f"Idea: {P1.thought}" in pr.messages[0]["content"] and "different combinatorial problem" in \
+        pr.messages[0]["content"]
+    assert f"# idea: {P1.thought}" in cp.messages[0]["content"] and "other problems" in cp.messages[0]["content"]
     assert parse_principles(" Tight fits reduce the number of bins opened later on.\n# 2. x", cp.prefix) == \
         ["Tight fits reduce the number of bins opened later on."]
 

@@ -127,3 +127,64 @@ def test_migration_from_v1_keeps_principles(kb_path):
         assert (p.uses, p.credit_n, p.credit_sum) == (3, 0, 0.0)
         kb.credit(["p1"], -0.25, won=False)
         assert kb.get("p1").credit_n == 1 and kb.get("p1").credit_sum == pytest.approx(-0.25)
+
+
+def _run_capped(kb: KnowledgeBase, rng: np.random.Generator, effects: dict[str, float], run: str,
+                new_effects: list[float], cap: int, pairs: list[tuple[str, str]]) -> None:
+    """`_run` with the per-problem use table filled and the bounded pool enforced at the run's end."""
+    for gen in range(GENS):
+        got = kb.recall("toy", k=POOL)
+        subsets = assign_subsets([(p.id, p.credit_n, p.credit_sum, p.credit_sq) for p in got], OFFSPRING, K, rng)
+        offspring = []
+        for ids in subsets:
+            pairs += [(a, b) for a in ids for b in ids if a < b]
+            fit = None if rng.random() < 0.3 else float(rng.normal(0.0, 0.3) + sum(effects[i] for i in ids))
+            offspring.append((ids, fit))
+        credit_generation(kb, offspring, scale=1.0, key_prefix=f"{run}:{gen}", problem="toy")
+        for j in range(NEW_PER_GEN):
+            p = kb.add(_text(), problem="seed" if run == "r0" else "toy", provenance={"run_id": run, "generation": gen})
+            effects[p.id] = new_effects[(gen * NEW_PER_GEN + j) % len(new_effects)]
+    kb.retire_harmful()
+    kb.enforce_pool(cap)
+
+
+def test_bounded_pool_with_probation_keeps_what_helps_across_runs(kb_path):
+    from hifo.knowledge_base.pool import PROBATION_USES
+
+    rng = np.random.default_rng(5)
+    effects: dict[str, float] = {}
+    pairs: list[tuple[str, str]] = []
+    cap, runs = 10, 5
+    with KnowledgeBase(kb_path) as kb:
+        for r in range(runs):
+            _run_capped(kb, rng, effects, f"r{r}", [0.4, -0.6, 0.0], cap, pairs)
+        allp = {p.id: p for p in kb.list(status=None)}
+        inactive = set(kb.inactive())
+        # nothing is deleted; the cap moved graduated principles out of recall
+        assert len(allp) == runs * GENS * NEW_PER_GEN
+        assert inactive and all(allp[i].credit_n >= PROBATION_USES and allp[i].status == "active" for i in inactive)
+        in_pool = [p for p in allp.values() if p.status == "active" and p.id not in inactive]
+        assert len([p for p in in_pool if p.credit_n >= PROBATION_USES]) <= cap
+        # probation: principles added before the last generation of a run were tried soon after
+        added_early = [p for p in allp.values() if p.provenance[0].generation < GENS - 1]
+        assert sum(p.uses > 0 for p in added_early) >= 0.9 * len(added_early)
+        # what helps stays in recall; what harms is retired or out of the pool
+        good = [p for p in allp.values() if effects[p.id] > 0 and p.credit_n >= PROBATION_USES]
+        harm = [p for p in allp.values() if effects[p.id] < 0 and p.credit_n >= PROBATION_USES]
+        assert good and harm
+        assert all(p.status == "active" for p in good)
+        judged = [p for p in in_pool if p.credit_n >= PROBATION_USES]
+        assert sum(effects[p.id] > 0 for p in judged) >= 0.6 * len(judged)  # a third of what was added
+        assert not any(effects[p.id] < 0 for p in judged)
+        assert sum(p.status == "retired" or p.id in inactive for p in harm) >= 0.8 * len(harm)
+        # principles shown together get different credit when their effects differ
+        mixed = {(a, b) for a, b in pairs if effects[a] * effects[b] < 0
+                 and min(allp[a].credit_n, allp[b].credit_n) >= PROBATION_USES}
+        assert len(mixed) >= 5
+        right = sum((allp[a].credit_mean > allp[b].credit_mean) == (effects[a] > effects[b]) for a, b in mixed)
+        assert right >= 0.8 * len(mixed)
+        # learnt on one problem, credited on another: both are recorded
+        seeded = next(p for p in good if p.problem == "seed")
+        h = kb.helped_on(seeded.id)
+        assert h["learnt_on"] == ["seed"] and "toy" in h["helped_on"]
+        assert h["used_on"]["toy"]["uses"] == seeded.uses

@@ -35,8 +35,9 @@ def test_scores_follow_the_documented_formula(kb, clock):
     q = 0.5 * (3 + 1) / (3 + 2) + 0.5 * ((1 - 0.7**3) + 1) / 2
     assert quality(p) == pytest.approx(q)
     assert recency(p, clock.t, 30.0) == pytest.approx(0.5)
-    # no word of the description matches and it is another problem: quality and recency only
-    assert score == pytest.approx(0.45 * q + 0.10 * 0.5)
+    # no word of the description matches and it is another problem: quality, recency and what is left
+    # of the probation bonus after 3 of its 4 uses
+    assert score == pytest.approx(0.45 * q + 0.10 * 0.5 + 0.30 * (1 - 3 / 4))
 
 
 def test_relevance_breaks_ties_between_equal_principles(kb):
