@@ -82,6 +82,10 @@ def _strip_imports(code: str) -> str:
                      if not ln.startswith(("import ", "from "))).strip("\n")
 
 
+# a completion ends where the model starts something other than the function body
+COMPLETION_STOP = ("\ndef ", "\nclass ", "\n#", "\nif __name__", "\n@", '\n"""', "\nprint(")
+
+
 def render_operator(
     style: str,
     operator: str,
@@ -143,8 +147,8 @@ def render_operator(
         task_comment=evaluator.description.strip().replace('"""', "'''"),
         principles_comments=principles_comments, directive=directive or "(none)",
         imports=tpl.imports, parents_code="\n\n".join(blocks), next_def=next_def).rstrip("\n") + "\n"
-    stop = ["\ndef ", "\nclass ", "\n#", "\nif __name__", "\n@", '\n"""', "\nprint("]
-    return RenderedPrompt(operator, style, [{"role": "prompt", "content": text}], next_def, stop, versions)
+    return RenderedPrompt(operator, style, [{"role": "prompt", "content": text}], next_def, list(COMPLETION_STOP),
+                          versions)
 
 
 def link_versions(code: str, entry: str, versions: dict[str, str]) -> str:

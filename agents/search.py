@@ -280,6 +280,19 @@ class SearchNodes(DistillNode):
         return added
 
     def evaluate(self, state: RunState) -> RunState:
+        out = self._evaluate_pending(state)
+        if self.cfg.repair and not out.get("stop_reason") and not state.get("stop_reason"):
+            # run-time error feedback: failing candidates go back to the model once, fixes are scored now
+            from hifo.agents.runtime_repair import feed_back_runtime_errors
+
+            n_new, stop = feed_back_runtime_errors(self, state)
+            if n_new:
+                out = self._evaluate_pending(state)
+            if stop and not out.get("stop_reason"):
+                out["stop_reason"] = stop
+        return out
+
+    def _evaluate_pending(self, state: RunState) -> RunState:
         store = self.rt.store
         pending = store.pending()
         cap = self.cfg.max_evaluations
