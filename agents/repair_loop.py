@@ -52,9 +52,19 @@ def parse_reply(text: str, ev: Any, pr: Any) -> Parsed:
     fixed = repair(ex.code, tpl.name, tpl.signature, pr.versions)
     if fixed.unresolved:  # it would fail at its first call: not worth a sandbox evaluation
         return Parsed(code=None, thought=ex.thought, raw=ex.code,
-                      error=f"undefined name(s): {', '.join(fixed.unresolved)}")
+                      error=f"undefined name(s): {', '.join(fixed.unresolved)}; only {_known_names(tpl)}, the "
+                            "imported modules and names the code itself assigns exist")
     code = link_versions(fixed.code, tpl.name, pr.versions) if pr.versions else fixed.code
     return Parsed(code=code, thought=ex.thought, fixes=fixed.fixes, raw=code)
+
+
+def _known_names(tpl: Any) -> str:
+    """The template's argument names, for the error fed back on an undefined name."""
+    import re
+
+    m = re.search(r"\((.*)\)", tpl.signature, re.S)
+    args = [a.split(":")[0].split("=")[0].strip() for a in (m.group(1).split(",") if m else [])]
+    return "the arguments " + ", ".join(a for a in args if a) if any(args) else "the arguments"
 
 
 def fixable(parsed: Parsed) -> bool:
