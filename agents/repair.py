@@ -15,6 +15,8 @@ rejected without spending a sandbox evaluation:
   scalar (a number, ``float(...)``, ``max(...)``, ``math.*(...)``, ...), the function is renamed
   ``_entry_raw`` and a wrapper broadcasts its result to the shape of the template's first array
   argument (for ``priority(item, bins)``: one score per bin, the same for every bin);
+* **missing return** — a function that returns nothing while the template returns a value, and whose
+  last statement assigns one name (as an edit prompt's ``result = ...`` left unfinished), returns it;
 * **near-miss names** — an undefined name close to an argument or an assigned name (``priorities`` for
   ``priority``, ``bin`` plurals, difflib ratio >= 0.8) is renamed to it;
 * **other free names** are reported in ``Repair.unresolved``; the caller rejects the candidate.
@@ -157,6 +159,15 @@ def repair(code: str, entry: str, signature: str, versions: dict[str, str] | Non
     tree = red.visit(tree)
     if red.changed:
         fixes.append(f"redirected {', '.join(sorted(set(red.changed)))} to {newest}")
+    fn0 = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entry), None)
+    if fn0 is not None and "->" in signature and not signature.rstrip().endswith("-> None:") \
+            and not any(isinstance(r, ast.Return) for r in ast.walk(fn0)):
+        last = fn0.body[-1]
+        if isinstance(last, ast.Assign) and len(last.targets) == 1 and isinstance(last.targets[0], ast.Name):
+            name = last.targets[0].id
+            fn0.body.append(ast.Return(ast.Name(name, ast.Load())))
+            ast.fix_missing_locations(tree)
+            fixes.append(f"added the missing final return {name}")
     arr = _array_param(signature)
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entry), None)
     if arr and fn is not None and any(_is_scalar(r.value) for r in ast.walk(fn) if isinstance(r, ast.Return)):
