@@ -102,7 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--label", default="current")
     ap.add_argument("--temperature", type=float, default=None, help="override the run's sampling temperature")
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--measure", nargs="+", metavar="RUN_DIR",
+                    help="only classify existing run directories (e.g. a run stopped early) and print JSON")
     a = ap.parse_args(argv)
+    if a.measure:
+        print(json.dumps({d: measure(Path(d)) for d in a.measure}, indent=1))
+        return 0
     try:
         import torch
 
