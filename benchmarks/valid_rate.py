@@ -10,9 +10,10 @@ candidate (operators i1/e1/e2/m1/m2/m3 and repair) is classified:
 
 ``valid`` (evaluated and feasible), ``parse_error`` (no usable function), ``undefined_name``,
 ``wrong_return`` (shape / type of the returned value), ``runtime:<Exception>``, ``infeasible``, ``timeout``,
-``duplicate`` (rejected before evaluation), ``model_error``, ``other``.
+``duplicate`` (rejected before evaluation), ``model_error``, ``pending`` (not evaluated when measured),
+``other``.
 
-The valid rate is valid / model-made candidates; the run record's ``fixes`` (static normalisations applied)
+The valid rate is valid / model-made candidates (less any still pending when measured); the run record's ``fixes`` (static normalisations applied)
 are counted too.  Results are merged into ``--out`` under ``--label`` (e.g. ``before`` / ``after``).
 """
 
@@ -34,10 +35,12 @@ _SHAPE = re.compile(r"shape|broadcast|must return|returned|return(s)? an?|expect
 
 
 def classify(c: CandidateRow) -> str:
-    err = (c.error or "").strip()
+    err = (c.error or "").strip().split("\n")[0]  # the message, not the quoted source line
     low = err.lower()
     if c.ok:
         return "valid"
+    if c.status == "pending":
+        return "pending"  # not evaluated (yet): a run measured while it was still going
     if c.status == "duplicate":
         return "duplicate"
     if c.status == "invalid":
@@ -85,7 +88,7 @@ def measure(run_dir: Path) -> dict[str, Any]:
             v[0] += c.ok
             v[1] += 1
         return {"model_calls": n_prompts, "candidates": len(made), "valid": valid,
-                "valid_rate": round(valid / len(made), 3) if made else None,
+                "valid_rate": round(valid / decided, 3) if (decided := len(made) - classes.get("pending", 0)) else None,
                 "classes": dict(sorted(classes.items(), key=lambda kv: -kv[1])),
                 "by_operator": {k: f"{a}/{b}" for k, (a, b) in sorted(by_op.items())},
                 "fixes": fixes, "examples": examples}
