@@ -7,9 +7,8 @@ on ``hifo resume`` (a resumed generation does not call the model again).
 What counts as fixable: undefined names left after the deterministic `repair`, syntax errors (code that
 is not valid Python), code without the entry function, a wrong number of arguments, an empty body.
 A reply without any code (a refusal, prose) is not repaired: there is nothing to feed back.  Errors
-raised while the candidate *runs* in the sandbox (exceptions, a wrong return shape at run time) are not
-repaired: they are known only after evaluation, and a second evaluation round per generation is not
-built yet.
+raised while the candidate *runs* in the sandbox (exceptions, a wrong return shape at run time) are fed
+back after evaluation by `hifo.agents.runtime_repair`, with the sandbox's error text.
 """
 
 from __future__ import annotations
