@@ -13,8 +13,9 @@ candidate (operators i1/e1/e2/m1/m2/m3 and repair) is classified:
 ``duplicate`` (rejected before evaluation), ``model_error``, ``pending`` (not evaluated when measured),
 ``other``.
 
-The valid rate is valid / model-made candidates (less any still pending when measured); the run record's ``fixes`` (static normalisations applied)
-are counted too.  Results are merged into ``--out`` under ``--label`` (e.g. ``before`` / ``after``).
+The valid rate is valid / model-made candidates (less any still pending when measured); the run
+record's ``fixes`` (static normalisations applied) are counted too.  Results are merged into
+``--out`` under ``--label`` (e.g. ``before`` / ``after``).
 """
 
 from __future__ import annotations
