@@ -389,6 +389,9 @@ from hifo.agents import cli_tools as _tools  # noqa: E402 - light: typer and ric
 app.command("report")(_tools.report)
 app.command("compare")(_tools.compare)
 app.command("new-problem")(_tools.new_problem)
+from hifo.agents.cli_data import data_app  # noqa: E402 - light: typer and rich only
+
+app.add_typer(data_app, name="data")
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,7 @@
 
     python -m benchmarks.optwvp [--quick]              # the comparison table
     python -m benchmarks.optwvp --train [--train-steps N --train-seconds S]
-    python -m benchmarks.optwvp --make-refs            # evaluator data (best-known values)
+    python -m benchmarks.optwvp --make-refs            # evaluator data (= hifo data optwvp-refs)
 
 The comparison runs, for n = 20, 50, 100 (nodes including the depot), on generated instances
 (seeds 5000 + n * 100 + k, disjoint from the evaluator sets and from training):
@@ -117,44 +117,10 @@ def train(steps: int, seconds: float | None, seed: int) -> dict:
 
 
 def make_refs(milp_limit: float, ils_runs: int) -> None:
-    from hifo.evaluators.optwvp_route import REFS_PATH, instance_specs
+    """Write ``evaluators/data/optwvp/refs.json`` (``hifo data optwvp-refs``)."""
+    from hifo.evaluators.optwvp_refs import make_optwvp_refs
 
-    out = {"about": {
-        "best": "MILP optimum (HiGHS, proved within 1e-6 relative gap) where proved; otherwise "
-                "the best of the MILP incumbent and the ILS runs",
-        "service_routes": "routes for optwvp_service: the best route and the greedy (density) "
-                          "route, with their stage-2 LP optimum",
-        "made_by": f"python -m benchmarks.optwvp --make-refs --milp-limit {milp_limit:g} "
-                   f"--ils-runs {ils_runs}"}, "instances": {}}
-    from hifo.problems.optwvp import optimal_service_lp
-
-    for set_name, specs in instance_specs().items():
-        for name, n, seed in specs:
-            inst = generate_instance(n, seed, name=name)
-            milp = solve_milp(inst, time_limit=milp_limit)
-            ils = [iterated_local_search(inst, seed=r) for r in range(ils_runs)]
-            best_route, best, source = milp["route"], milp["profit"], "milp-optimal"
-            if not milp["optimal"]:
-                source = "milp-incumbent"
-                for route, prof in ils:
-                    if prof > best + 1e-9:
-                        best_route, best, source = route, prof, f"ils-best-of-{ils_runs}"
-            greedy_route, _ = construct_route(inst, density_scorer)
-            svc = []
-            for route in (best_route, greedy_route):
-                if route:
-                    svc.append({"route": [int(v) for v in route],
-                                "lp_optimum": optimal_service_lp(inst, route)[1]})
-            out["instances"][name] = {
-                "set": set_name, "n": n, "seed": seed, "best": float(best), "source": source,
-                "route": [int(v) for v in best_route], "milp_bound": milp["bound"],
-                "ils_best": float(max(p for _, p in ils)), "milp_seconds": round(milp["wall_s"], 3),
-                "service_routes": svc, "coords_sum": float(inst.coords.sum())}
-            print(f"{set_name:>5} {name:<22} best {best:9.2f} ({source}, MILP {milp['wall_s']:.1f}s, "
-                  f"ILS {max(p for _, p in ils):9.2f})", flush=True)
-    REFS_PATH.parent.mkdir(parents=True, exist_ok=True)
-    REFS_PATH.write_text(json.dumps(out, indent=1))
-    print(f"wrote {REFS_PATH}")
+    make_optwvp_refs(milp_limit, ils_runs)
 
 
 def main(argv: list[str] | None = None) -> dict:

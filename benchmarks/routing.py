@@ -2,7 +2,7 @@
 OR-Tools, PyVRP and LKH-3 on symmetric TSP, asymmetric TSP and asymmetric CVRP.
 
     python -m benchmarks.routing [--quick]      # the table -> results/routing[_quick].json
-    python -m benchmarks.routing --make-refs    # evaluators/data/routing/refs.json
+    python -m benchmarks.routing --make-refs    # evaluators/data/routing/refs.json (= hifo data routing-refs)
 
 Every gap is to the evaluators' stored references (LKH-3 or the proven optimum; PyVRP for
 ACVRP). Times are wall-clock seconds per instance on this (shared, 2-core) machine.
@@ -16,15 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
 
-from hifo.evaluators import acvrp_construct, atsp_construct, radar_tune, tsp_gls
+from hifo.evaluators import acvrp_construct, radar_tune, tsp_gls
 from hifo.problems.routing import (
     TMAT_SCALE,
-    array_digest,
     construct_routes,
     construct_tour,
     eoh_penalty_update,
@@ -38,11 +36,6 @@ from hifo.problems.routing import (
     ortools_atsp,
     pyvrp_acvrp,
     pyvrp_atsp,
-    random_acvrp_instance,
-    random_tmat_instance,
-    random_uniform_instance,
-    read_tsplib_atsp,
-    read_tsplib_optima,
     routes_cost,
     tour_length,
 )
@@ -59,54 +52,10 @@ def _length(tour, d) -> float:
 
 
 def make_refs(runs: int = 10) -> dict:
-    """Compute and write every reference value the four routing evaluators read."""
-    t0 = time.perf_counter()
-    refs: dict = {"about": {
-        "tsp_uniform": "uniform [0,1)^2, numpy default_rng(seed).random((n, 2)); LKH-3 tour length "
-                       f"(elkai {version('elkai')}, runs={runs}, distances x1e6 rounded), float distances",
-        "tsplib_tsp": "proven optima, shared/data/optima.csv (TSPLIB; three agreeing sources)",
-        "tmat": "MatNet tmat (ints in [0,1e6), shortest-path closure, /1e6); LKH-3 on the exact integers",
-        "tsplib_atsp": "proven optima from optima.csv; LKH-3 tour and length on the integer matrix",
-        "acvrp": "RADAR ACVRP (tmat over depot+customers, demands 1..9); PyVRP "
-                 f"{version('pyvrp')} hybrid genetic search, MaxRuntime 5 s (n<=50) / 10 s (n=100), seed 0",
-        "made_by": "python -m benchmarks.routing --make-refs"}}
-    refs["tsp_uniform"] = {}
-    for s in ("train", "test"):
-        for name, n, seed, _ in tsp_gls.random_set_specs(s):
-            inst = random_uniform_instance(n, seed, name)
-            tour = lkh_tour(inst.distance_matrix, runs=runs)
-            refs["tsp_uniform"][name] = {"n": n, "seed": seed, "sha256": array_digest(inst.coords),
-                                         "length": _length(tour, inst.distance_matrix)}
-    optima_tsp = read_tsplib_optima(OPTIMA, "tsplib-tsp")
-    refs["tsplib_tsp"] = {name: optima_tsp[name] for name in tsp_gls.TSPLIB_NAMES}
-    refs["tmat"] = {}
-    specs = [(name, n, seed) for s in ("train", "test") for name, n, seed in atsp_construct.random_set_specs(s)]
-    specs += [(name, n, seed) for s in ("train", "test") for name, n, seed, _ in radar_tune.random_set_specs(s)]
-    for name, n, seed in specs:
-        inst = random_tmat_instance(n, seed, name)
-        tour = lkh_tour(inst.distance_matrix, runs=runs, scale=TMAT_SCALE)
-        refs["tmat"][name] = {"n": n, "seed": seed, "sha256": array_digest(inst.distance_matrix),
-                              "length": _length(tour, inst.distance_matrix), "tour": tour.tolist()}
-    optima_atsp = read_tsplib_optima(OPTIMA, "tsplib-atsp")
-    refs["tsplib_atsp"] = {}
-    for name in atsp_construct.TSPLIB_NAMES:
-        inst = read_tsplib_atsp(ATSP_DIR / f"{name}.atsp")
-        tour = lkh_tour(inst.distance_matrix, runs=runs, scale=1)
-        refs["tsplib_atsp"][name] = {"optimum": optima_atsp[name],
-                                     "lkh_length": _length(tour, inst.distance_matrix), "lkh_tour": tour.tolist()}
-    refs["acvrp"] = {}
-    for s in ("train", "test"):
-        for name, n, seed in acvrp_construct.random_set_specs(s):
-            inst = random_acvrp_instance(n, seed, name=name)
-            seconds = 5.0 if n <= 50 else 10.0
-            routes = pyvrp_acvrp(inst, seconds=seconds, seed=0)
-            refs["acvrp"][name] = {"n": n, "seed": seed, "capacity": inst.capacity,
-                                   "sha256": array_digest(inst.distance_matrix), "seconds": seconds,
-                                   "cost": routes_cost(routes, inst), "routes": routes}
-            print(f"  {name}: PyVRP {refs['acvrp'][name]['cost']:.4f}", flush=True)
-    REFS_PATH.write_text(json.dumps(refs, separators=(",", ":")) + "\n", encoding="utf-8")
-    print(f"wrote {REFS_PATH} in {time.perf_counter() - t0:.0f} s")
-    return refs
+    """Compute and write every reference value the four routing evaluators read (``hifo data routing-refs``)."""
+    from hifo.evaluators.routing_refs import make_routing_refs
+
+    return make_routing_refs(OPTIMA, runs)
 
 
 def _row(table: list, problem: str, instances: str, method: str, gaps: list[float], secs: list[float]) -> None:

@@ -8,7 +8,7 @@ ACVRP (tmat costs over depot + customers, demands in 1..9, capacity 30 for n <= 
 for n = 100). The metric is the mean gap (%) of the total directed cost to PyVRP's
 hybrid genetic search run with a stated time limit (5 s for n <= 50, 10 s for n = 100, one
 run, seed 0, on this project's 2-core machine), stored in ``data/routing/refs.json`` by
-``python -m benchmarks.routing --make-refs``. The reference is not an optimum: a
+``hifo data routing-refs``. The reference is not an optimum: a
 heuristic could in principle reach a (slightly) negative gap.
 
 * ``train`` — 8 instances with n = 50 customers;
@@ -77,7 +77,7 @@ def random_set_specs(instance_set: str) -> list[tuple[str, int, int]]:
 
 @lru_cache(maxsize=1)
 def _refs() -> dict[str, Any]:
-    return load_refs(REFS_PATH, "python -m benchmarks.routing --make-refs")
+    return load_refs(REFS_PATH, "hifo data routing-refs")
 
 
 @lru_cache(maxsize=None)
@@ -89,7 +89,7 @@ def _load(instance_set: str) -> tuple[CVRPInstance, ...]:
     for name, n, seed in random_set_specs(instance_set):
         inst = random_acvrp_instance(n, seed, name=name)
         ref = checked_reference(refs, name, array_digest(inst.distance_matrix),
-                                remake="benchmarks.routing --make-refs", n=n, seed=seed, capacity=inst.capacity)
+                                remake="hifo data routing-refs", n=n, seed=seed, capacity=inst.capacity)
         out.append(CVRPInstance(name, inst.distance_matrix, inst.demands, inst.capacity,
                                 float(ref["cost"]), f"pyvrp {ref['seconds']}s"))
     return tuple(out)

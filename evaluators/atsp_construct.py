@@ -11,7 +11,7 @@ of the closed tour to a reference length:
 * ``tsplib`` — the 15 TSPLIB ATSP instances with n <= 171 (br17 ... ftv170), proven optima.
 
 tmat references are LKH-3 tour lengths on the exact integer matrices (elkai), stored in
-``data/routing/refs.json`` by ``python -m benchmarks.routing --make-refs``; LKH-3 reaches
+``data/routing/refs.json`` by ``hifo data routing-refs``; LKH-3 reaches
 the proven optimum on 14 of these 15 TSPLIB instances (p43: 5621 vs 5620).
 """
 
@@ -73,7 +73,7 @@ def random_set_specs(instance_set: str) -> list[tuple[str, int, int]]:
 
 @lru_cache(maxsize=1)
 def _refs() -> dict[str, Any]:
-    return load_refs(REFS_PATH, "python -m benchmarks.routing --make-refs")
+    return load_refs(REFS_PATH, "hifo data routing-refs")
 
 
 @lru_cache(maxsize=None)
@@ -89,7 +89,7 @@ def _load(instance_set: str) -> tuple[TSPInstance, ...]:
     for name, n, seed in random_set_specs(instance_set):
         inst = random_tmat_instance(n, seed, name)
         ref = checked_reference(refs, name, array_digest(inst.distance_matrix),
-                                remake="benchmarks.routing --make-refs", n=n, seed=seed)
+                                remake="hifo data routing-refs", n=n, seed=seed)
         out.append(TSPInstance(name, inst.distance_matrix, None, float(ref["length"]), "lkh3"))
     return tuple(out)
 

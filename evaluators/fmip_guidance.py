@@ -1,7 +1,7 @@
 """FMIP guidance slot: evolve the guidance weights and their schedule, with the trained model fixed.
 
 The algorithm is FMIP's guided sampler (:mod:`hifo.problems.milp.fmip`, weights
-``problems/milp/weights/fmip.pt`` trained by ``python -m benchmarks.train_fmip``): at every flow
+``problems/milp/weights/fmip.pt`` trained by ``hifo data train-fmip``): at every flow
 step the candidate's ``guidance(t, step, n_steps)`` returns the weights of the objective and of
 the constraint violation in the energy that re-weights the integer candidates, the softmax
 temperature of that re-weighting, and the step size of the gradient steps on the continuous
@@ -178,4 +178,6 @@ class FMIPGuidance(Evaluator):
 def _model():
     from hifo.problems.milp import fmip
 
+    if not fmip.WEIGHTS.exists():
+        raise FileNotFoundError(f"{fmip.WEIGHTS} is missing; run `hifo data train-fmip`")
     return fmip.load_model()

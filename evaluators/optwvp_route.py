@@ -10,7 +10,7 @@ STO procedure, proved optimal — see :mod:`hifo.problems.optwvp._stage2`) and r
 gap, in percent, to the best known profit.
 
 Best-known profits are stored data (``data/optwvp/refs.json``, written by
-``python -m benchmarks.optwvp --make-refs``): the HiGHS MILP optimum, proved, for every
+``hifo data optwvp-refs``): the HiGHS MILP optimum, proved, for every
 instance of these sets (n = 20, 50, 100 nodes including the depot); the file records the
 source of each value, and an ILS best-of-3 as a cross-check.
 """
@@ -88,7 +88,7 @@ def instance_specs() -> dict[str, list[tuple[str, int, int]]]:
 @lru_cache(maxsize=None)
 def _refs() -> dict:
     if not REFS_PATH.exists():
-        raise FileNotFoundError(f"{REFS_PATH} is missing: run `python -m benchmarks.optwvp --make-refs`")
+        raise FileNotFoundError(f"{REFS_PATH} is missing: run `hifo data optwvp-refs`")
     return json.loads(REFS_PATH.read_text())["instances"]
 
 

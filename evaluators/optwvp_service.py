@@ -8,7 +8,7 @@ procedure, which sorts customers by profit rate and serves each as long as the l
 allow — the optimal rule the agent can rediscover).
 
 Routes are stored data in ``data/optwvp/refs.json`` (written by
-``python -m benchmarks.optwvp --make-refs``): for every instance of the ``optwvp_route`` sets,
+``hifo data optwvp-refs``): for every instance of the ``optwvp_route`` sets,
 its best route and the density-greedy route, with their LP optima.
 """
 
@@ -109,7 +109,7 @@ def _load(instance_set: str) -> tuple[ServiceTask, ...]:
     if instance_set not in ("train", "test"):
         raise OPTWVPService.unknown_instance_set(instance_set, ("train", "test"))
     if not REFS_PATH.exists():
-        raise FileNotFoundError(f"{REFS_PATH} is missing: run `python -m benchmarks.optwvp --make-refs`")
+        raise FileNotFoundError(f"{REFS_PATH} is missing: run `hifo data optwvp-refs`")
     refs = json.loads(REFS_PATH.read_text())["instances"]
     tasks = []
     for name, rec in refs.items():

@@ -2,7 +2,7 @@
 
 The algorithm is RADAR (ICLR 2026; :mod:`hifo.problems.routing._radar`) on the asymmetric TSP:
 SVD node embeddings, Sinkhorn mixed-score attention, POMO decoding. The weights are fixed
-(trained by ``python -m benchmarks.train_radar``, stored in ``problems/routing/weights/``);
+(trained by ``hifo data train-radar``, stored in ``problems/routing/weights/``);
 the heuristic chooses, per instance, the inference-time settings and decoding rule: Sinkhorn
 rounds in the encoder, logit clipping, softmax temperature, a cost bias added to the
 decoder's logits, the POMO start nodes, test-time augmentations (random SVD sign flips)
@@ -168,7 +168,7 @@ def random_set_specs(instance_set: str) -> list[tuple[str, int, int, str]]:
 
 @lru_cache(maxsize=1)
 def _refs() -> dict[str, Any]:
-    return load_refs(REFS_PATH, "python -m benchmarks.routing --make-refs")
+    return load_refs(REFS_PATH, "hifo data routing-refs")
 
 
 @lru_cache(maxsize=None)
@@ -184,7 +184,7 @@ def _load(instance_set: str) -> tuple[RadarTask, ...]:
     for name, n, seed, model in random_set_specs(instance_set):
         inst = random_tmat_instance(n, seed, name)
         ref = checked_reference(refs, name, array_digest(inst.distance_matrix),
-                                remake="benchmarks.routing --make-refs", n=n, seed=seed)
+                                remake="hifo data routing-refs", n=n, seed=seed)
         out.append(RadarTask(TSPInstance(name, inst.distance_matrix, None, float(ref["length"]), "lkh3"),
                              model, seed))
     return tuple(out)
@@ -193,8 +193,10 @@ def _load(instance_set: str) -> tuple[RadarTask, ...]:
 @lru_cache(maxsize=4)
 def _model(name: str):
     # imported here so the trusted parent never loads torch just to score tours
-    from hifo.problems.routing import load_radar
+    from hifo.problems.routing import WEIGHTS_DIR, load_radar
 
+    if not (WEIGHTS_DIR / f"{name}.pt").exists():
+        raise FileNotFoundError(f"{WEIGHTS_DIR / (name + '.pt')} is missing; run `hifo data train-radar`")
     return load_radar(name)
 
 

@@ -33,6 +33,8 @@ BUILTIN: dict[str, str] = {
     "qd_dms": "hifo.evaluators.qd_dms:QDDiscountModelSearch",
     "hnsw_delete": "hifo.evaluators.hnsw_delete:HNSWDelete",
     "lp_irls": "hifo.evaluators.lp_irls:LpIRLS",
+    "fdiv_pessimism": "hifo.evaluators.fdiv_pessimism:FdivPessimism",
+    "ridge_schedule": "hifo.evaluators.ridge_schedule:RidgeSchedule",
     "grape_anchor": "hifo.evaluators.grape_anchor:GrAPEAnchor",
     "glowq_select": "hifo.evaluators.glowq_select:GlowQSelect",
 }

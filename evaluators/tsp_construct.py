@@ -8,7 +8,7 @@ is the mean gap, in percent, of the tour length to a reference length:
 * ``train`` / ``test`` — uniform random instances in the unit square (Euclidean float
   distances), whose reference is the tour LKH-3 finds (elkai, 10 runs, distances scaled by
   1e6 and rounded). Those lengths are stored data (``data/tsp/refs.json``, written by
-  ``python -m benchmarks.make_tsp_refs``): elkai is not needed at run time. LKH-3 reaches
+  ``hifo data tsp-refs``): elkai is not needed at run time. LKH-3 reaches
   the optimum on every TSPLIB instance used here, so these gaps are close to gaps to optimum.
 """
 
@@ -75,7 +75,7 @@ def random_set_specs(instance_set: str) -> list[tuple[str, int, int]]:
 
 @lru_cache(maxsize=1)
 def _refs() -> dict[str, Any]:
-    return load_refs(REFS_PATH, "python -m benchmarks.make_tsp_refs")
+    return load_refs(REFS_PATH, "hifo data tsp-refs")
 
 
 @lru_cache(maxsize=None)
@@ -90,7 +90,7 @@ def _load(instance_set: str) -> tuple[TSPInstance, ...]:
     for name, n, seed in random_set_specs(instance_set):
         inst = random_uniform_instance(n, seed, name)
         assert inst.coords is not None  # a generated instance always has them
-        ref = checked_reference(refs["random"], name, array_digest(inst.coords), remake="benchmarks.make_tsp_refs",
+        ref = checked_reference(refs["random"], name, array_digest(inst.coords), remake="hifo data tsp-refs",
                                 digest_key="coords_sha256", n=n, seed=seed)
         out.append(TSPInstance(name, inst.distance_matrix, inst.coords, float(ref["length"]), "lkh3"))
     return tuple(out)

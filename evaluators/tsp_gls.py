@@ -13,7 +13,7 @@ reproducible):
 * ``tsplib`` — the 19 TSPLIB ``EUC_2D`` instances with 51 <= n <= 200, 200 iterations.
 
 References: LKH-3 tour lengths (elkai, distances x 1e6 rounded, stored in
-``data/routing/refs.json`` by ``python -m benchmarks.routing --make-refs``) for the random
+``data/routing/refs.json`` by ``hifo data routing-refs``) for the random
 sets; the proven optima for TSPLIB (files read from ``data/tsp/``, shipped with
 ``tsp_construct``).
 """
@@ -110,7 +110,7 @@ def random_set_specs(instance_set: str) -> list[tuple[str, int, int, int]]:
 
 @lru_cache(maxsize=1)
 def _refs() -> dict[str, Any]:
-    return load_refs(REFS_PATH, "python -m benchmarks.routing --make-refs")
+    return load_refs(REFS_PATH, "hifo data routing-refs")
 
 
 @lru_cache(maxsize=None)
@@ -127,7 +127,7 @@ def _load(instance_set: str) -> tuple[GLSTask, ...]:
         inst = random_uniform_instance(n, seed, name)
         assert inst.coords is not None  # a generated instance always has them
         ref = checked_reference(refs, name, array_digest(inst.coords),
-                                remake="benchmarks.routing --make-refs", n=n, seed=seed)
+                                remake="hifo data routing-refs", n=n, seed=seed)
         out.append(GLSTask(TSPInstance(name, inst.distance_matrix, inst.coords, float(ref["length"]),
                                        "lkh3"), its))
     return tuple(out)

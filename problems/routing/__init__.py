@@ -33,7 +33,8 @@ Reference solvers (optional packages, imported lazily)
 RADAR (needs ``torch``; loaded on first use of these names)
     :class:`RadarConfig`, :class:`RadarModel`, :func:`sinkhorn`, :func:`svd_features`,
     :func:`zscore`, :class:`RadarSettings`, :func:`radar_solve`, :func:`train_radar`,
-    :func:`greedy_pomo`, :func:`tmat_batch`, :func:`save_radar`, :func:`load_radar`.
+    :func:`greedy_pomo`, :func:`tmat_batch`, :func:`save_radar`, :func:`load_radar` (bare names are
+    looked up in :data:`WEIGHTS_DIR`); training with the ablation: :mod:`.radar_training`.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ _LAZY = {
     "tmat_batch": "._radar_pomo",
     "save_radar": "._radar_pomo",
     "load_radar": "._radar_pomo",
+    "WEIGHTS_DIR": "._radar_pomo",
 }
 
 __all__ = [

@@ -31,14 +31,42 @@ def _run(argv: list[str], **kw) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
+def built(tmp_path_factory) -> tuple[Path, str]:
+    """The wheel and the build's output (``-v``: pip shows the backend's warnings only then)."""
     out = tmp_path_factory.mktemp("wheel")
     build = tmp_path_factory.mktemp("build")
-    done = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+    done = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
                  "-w", str(out), str(ROOT)], cwd=build)
     assert done.returncode == 0, done.stderr[-2000:]
     (found,) = out.glob("hifo-*.whl")
-    return found
+    return found, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(built) -> Path:
+    return built[0]
+
+
+def test_the_build_does_not_warn_about_data_folders(built):
+    """Data folders (evaluators/data/tsp, problems/*/weights, ...) are importable names; setuptools warns
+    that each is "absent from the packages configuration" unless include-package-data is off."""
+    log = built[1]
+    assert "running build_py" in log  # the backend's output is there to read
+    assert "absent from the `packages` configuration" not in log, log[-3000:]
+
+
+def test_the_wheel_holds_every_data_file(wheel):
+    """Every file of the package folders that is not Python source ships (package-data covers them all)."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("needs a git checkout to list the tracked files")
+    listed = _run(["git", "ls-files", "--", *FOLDERS, "hifo"], cwd=ROOT)
+    assert listed.returncode == 0, listed.stderr
+    data = [f for f in listed.stdout.splitlines() if not f.endswith(".py")]
+    assert any(f.startswith("evaluators/data/") for f in data) and any("/weights/" in f for f in data)
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+    missing = [f for f in data if (f if f.startswith("hifo/") else "hifo/" + f) not in names]
+    assert missing == [], f"not in the wheel (add a [tool.setuptools.package-data] glob): {missing}"
 
 
 def _venv(path: Path, wheel: Path, lend_site_packages: bool) -> Path:

@@ -103,7 +103,7 @@ def test_joint_training_reduces_loss_and_weights_round_trip(tmp_path):
 
 
 def test_committed_weights_hand_off_feasible():
-    assert fmip.WEIGHTS.exists(), "train with `python -m benchmarks.train_fmip`"
+    assert fmip.WEIGHTS.exists(), "train with `hifo data train-fmip`"
     assert fmip.WEIGHTS.stat().st_size < 5 * 2**20
     net = fmip.load_model()
     inst = generate("fcmnf", 3, **SMALL["fcmnf"])

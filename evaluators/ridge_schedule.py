@@ -1,0 +1,156 @@
+"""Evolving the learning-rate schedule of SGD for single-index (ridge) bandits (after Rajaraman & Han,
+ICLR 2026; :mod:`hifo.problems.ridge_bandits`).
+
+The algorithm is spherical SGD on the squared loss with perturbed actions
+``a_t = sqrt(1 - lam_t^2) theta_t + lam_t u_t``. The candidate ``schedule(horizon, d, degree)`` returns the
+whole open-loop schedule (step sizes ``eta_t`` and exploration radii ``lam_t``) from the horizon, the
+dimension and the link's degree only: it never sees ``theta*``, the rewards or the iterates, and cannot
+run anything. The child clips them into the algorithm's domain (``0 <= eta <= 10``, ``0 <= lam <= 1``)
+and returns them; the parent validates them (finite, in that domain, length ``horizon``) and **replays**
+the bandit itself with its own seeds, measuring
+``regret`` = cumulative regret / horizon (mean per-round regret, minimised; 1 = no better than a random
+action direction at overlap 0) and ``final_overlap`` (``<theta_T, theta*>``), averaged over replicas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable
+
+import numpy as np
+
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.problems.ridge_bandits import DEGREE, make_instance, run_sgd
+
+SIGMA, REPLICAS, MAX_ETA = 0.1, 4, 10.0
+# set -> instances (link, d, horizon, seed base)
+_SPECS = {
+    "train": (("linear", 10, 3000, 0), ("quadratic", 10, 3000, 10), ("cubic", 12, 3000, 20)),
+    "test": (("linear", 20, 5000, 100), ("quadratic", 16, 5000, 110), ("cubic", 16, 5000, 120),
+             ("cubic", 24, 5000, 130)),
+}
+
+_DOCSTRING = """Learning-rate and exploration schedule of SGD for a single-index (ridge) bandit.
+
+Each round the learner plays the unit action a_t = sqrt(1 - lam_t^2) theta_t + lam_t u_t (u_t a random unit
+direction orthogonal to its estimate theta_t), sees y_t = f(<theta*, a_t>) + noise with f(x) = x, x|x| or x^3
+(degree 1, 2, 3), and updates theta_t by a spherical SGD step of size eta_t on the squared loss. Regret per
+round is 1 - f(<theta*, a_t>). SGD first needs a burn-in (the overlap <theta_t, theta*> starts near
+1/sqrt(d) and grows slowly, slower for higher degree and larger d), then a learning phase where a decaying
+step and shrinking exploration cut the regret. The paper's schedule: constant eta = 0.5 / sqrt(d) and
+lam = 0.7 during burn-in, then eta ~ 1/t and lam ~ t^(-1/4).
+
+Args:
+    horizon: number of rounds T.
+    d: dimension.
+    degree: degree of the link (1, 2 or 3).
+
+Return:
+    (eta, lam): two arrays of length horizon, 0 <= eta <= 10 and 0 <= lam <= 1.
+"""
+
+_TEMPLATE = FunctionTemplate(
+    name="schedule",
+    signature="def schedule(horizon: int, d: int, degree: int) -> tuple:",
+    docstring=_DOCSTRING,
+    baseline_body=("    # Two phases: constant burn-in, then eta ~ 1/t and lam ~ t^(-1/4).\n"
+                   "    t = np.arange(horizon, dtype=float)\n"
+                   "    burn = max(1, int(2 * d * d * (d / 10.0) ** ((max(degree, 1) - 1) / 3.0)))\n"
+                   "    eta = np.full(horizon, 0.5 / np.sqrt(d))\n"
+                   "    lam = np.full(horizon, 0.7)\n"
+                   "    late = t >= burn\n"
+                   "    lam[late] = 0.7 * (burn / t[late]) ** 0.25\n"
+                   "    eta[late] = np.minimum(0.5 / np.sqrt(d), 2.0 * d / (lam[late] ** 2 * degree ** 2 * t[late]))\n"
+                   "    return eta, lam\n"),
+)
+_FIXED_BODY = ("    # Fixed step and exploration.\n"
+               "    return np.full(horizon, 0.5 / np.sqrt(d)), np.full(horizon, 0.7)\n")
+_DECAY_BODY = ("    # Step decaying like 1/sqrt(t) from the start, fixed exploration.\n"
+               "    t = np.arange(horizon, dtype=float)\n"
+               "    return 0.5 / np.sqrt(d) / np.sqrt(1.0 + t / (d * d)), np.full(horizon, 0.7)\n")
+
+
+def _source(body: str) -> str:
+    return _TEMPLATE.source(body)
+
+
+@dataclass(frozen=True)
+class RidgeInstance:
+    name: str
+    link: str
+    d: int
+    horizon: int
+    seed: int
+
+
+@lru_cache(maxsize=None)
+def _load(instance_set: str) -> tuple[RidgeInstance, ...]:
+    if instance_set not in _SPECS:
+        raise RidgeSchedule.unknown_instance_set(instance_set, _SPECS)
+    return tuple(RidgeInstance(f"{link}_d{d}_T{T}_s{seed}", link, d, T, seed) for link, d, T, seed in _SPECS[instance_set])
+
+
+class RidgeSchedule(Evaluator):
+    """Mean per-round regret of SGD on a single-index bandit under the candidate's schedule.
+
+    Instance sets: ``train`` (f = x, x|x|, x^3 in d = 10-12, 3,000 rounds) and ``test`` (d = 16-24, 5,000
+    rounds); 4 replicas (theta*, theta_0, noise) per instance, replayed by the parent.
+    """
+
+    name = "ridge_schedule"
+    description = (
+        "SGD for a single-index (ridge) bandit: the learner plays perturbed actions around its estimate and "
+        "takes spherical SGD steps on the squared loss. Design the open-loop schedule of step sizes and "
+        "exploration radii (from horizon, dimension and link degree) that minimises the mean per-round regret "
+        "across a slow burn-in phase and a learning phase."
+    )
+    direction = "minimize"
+    primary_metric = "regret"
+    template = _TEMPLATE
+    instance_sets = ("train", "test")
+    limits = Limits(timeout_s=120.0, cpu_s=180, memory_mb=1024)
+    baselines = {"two_phase": _source(_TEMPLATE.baseline_body), "fixed": _source(_FIXED_BODY),
+                 "inverse_sqrt": _source(_DECAY_BODY)}
+    # Measured by tests/evaluators/test_ridge_schedule.py (rounded; checked to 1e-4 relative).
+    reference_figures = {
+        "two_phase": {"train": {"regret": 0.264278, "final_overlap": 0.999022},
+                      "test": {"regret": 0.448522, "final_overlap": 0.929983}},
+        "fixed": {"train": {"regret": 0.492957, "final_overlap": 0.995945},
+                  "test": {"regret": 0.564944, "final_overlap": 0.9945}},
+        "inverse_sqrt": {"train": {"regret": 0.497756, "final_overlap": 0.999138},
+                         "test": {"regret": 0.58288, "final_overlap": 0.998408}},
+    }
+    tags = ("bandits", "single-index model", "sgd", "learning-rate schedule", "online learning")
+
+    def load_instances(self, instance_set: str) -> list[RidgeInstance]:
+        return list(_load(instance_set))
+
+    @staticmethod
+    def solve(heuristic: Callable[..., Any], instance: RidgeInstance) -> dict[str, Any]:
+        out = heuristic(int(instance.horizon), int(instance.d), int(DEGREE[instance.link]))
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise ValueError("schedule must return (eta, lam)")
+        # the algorithm clips into its domain (a radius above 1 is no action); NaN stays NaN and is refused
+        eta = np.clip(np.broadcast_to(np.asarray(out[0], dtype=float), (instance.horizon,)), 0.0, MAX_ETA)
+        lam = np.clip(np.broadcast_to(np.asarray(out[1], dtype=float), (instance.horizon,)), 0.0, 1.0)
+        return {"eta": eta.tolist(), "lam": lam.tolist()}
+
+    def score(self, instance: RidgeInstance, solution: Any) -> dict[str, float]:
+        if not isinstance(solution, dict):
+            raise InfeasibleSolution(f"{instance.name}: the solution must be {{'eta': [...], 'lam': [...]}}")
+        try:
+            eta = np.asarray(solution.get("eta"), dtype=float)
+            lam = np.asarray(solution.get("lam"), dtype=float)
+        except (TypeError, ValueError):
+            raise InfeasibleSolution(f"{instance.name}: eta and lam must be numeric arrays") from None
+        T = instance.horizon
+        if eta.shape != (T,) or lam.shape != (T,):
+            raise InfeasibleSolution(f"{instance.name}: eta and lam must have length {T}")
+        if not (np.all(np.isfinite(eta)) and np.all(np.isfinite(lam))) or eta.min() < 0 or eta.max() > MAX_ETA \
+                or lam.min() < 0 or lam.max() > 1:
+            raise InfeasibleSolution(f"{instance.name}: need finite 0 <= eta <= {MAX_ETA:g} and 0 <= lam <= 1")
+        pairs = [make_instance(instance.d, instance.seed + r) for r in range(REPLICAS)]
+        tr = run_sgd(np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs]), instance.link, eta, lam,
+                     SIGMA, 7919 + instance.seed)
+        return {"regret": float(tr.regret.mean()), "final_overlap": float(tr.overlap[:, -1].mean())}

@@ -1,0 +1,77 @@
+"""hifo.evaluators.ridge_schedule: baselines reach their figures; the parent replays the bandit itself."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+import pytest
+
+from hifo.evaluators.base import InfeasibleSolution
+from hifo.evaluators.ridge_schedule import RidgeSchedule
+from evalkit import compile_entry, run_instance
+
+
+@pytest.fixture(scope="module")
+def ev():
+    return RidgeSchedule()
+
+
+compiled = partial(compile_entry, entry="schedule")
+
+
+def test_declaration(ev):
+    assert ev.name == "ridge_schedule" and ev.direction == "minimize" and ev.primary_metric == "regret"
+    from hifo.evaluators.registry import get_evaluator
+    assert isinstance(get_evaluator("ridge_schedule"), RidgeSchedule)
+
+
+@pytest.mark.parametrize("instance_set", ["train", "test"])
+def test_reference_figures(ev, instance_set):
+    inst = ev.load_instances(instance_set)
+    for name, figures in ev.reference_figures.items():
+        agg = ev.aggregate([run_instance(ev, compiled(ev.baselines[name]), i) for i in inst])
+        for metric, value in figures[instance_set].items():
+            assert agg[metric] == pytest.approx(value, rel=1e-4), (name, metric)
+
+
+def test_score_replays_the_returned_schedule(ev):
+    inst = ev.load_instances("train")[0]
+    T = inst.horizon
+    # no step: theta never moves, regret stays at the random start's level; no exploration and no step:
+    # the same; a schedule that learns does far better
+    frozen = ev.score(inst, {"eta": [0.0] * T, "lam": [0.7] * T})
+    learned = ev.score(inst, ev.solve(compiled(ev.baselines["two_phase"]), inst))
+    assert learned["regret"] < 0.5 * frozen["regret"] and learned["final_overlap"] > 0.99
+    assert frozen["final_overlap"] < 0.5
+
+
+def test_bad_schedules_are_infeasible(ev):
+    inst = ev.load_instances("train")[0]
+    T = inst.horizon
+    for bad in ({"eta": [0.1] * (T - 1), "lam": [0.5] * T}, {"eta": [-0.1] * T, "lam": [0.5] * T},
+                {"eta": [0.1] * T, "lam": [1.5] * T}, {"eta": [float("nan")] * T, "lam": [0.5] * T},
+                {"eta": [11.0] * T, "lam": [0.5] * T}, {"eta": "x", "lam": [0.5] * T}, [1, 2]):
+        with pytest.raises(InfeasibleSolution):
+            ev.score(inst, bad)
+    with pytest.raises(ValueError):
+        ev.solve(lambda horizon, d, degree: np.ones(3), inst)
+
+
+def test_slot_gets_sizes_only(ev):
+    seen = []
+
+    def spy(horizon, d, degree):
+        seen.append((horizon, d, degree))
+        return np.zeros(horizon), np.zeros(horizon)
+
+    for inst in ev.load_instances("train"):
+        ev.solve(spy, inst)
+    assert seen == [(3000, 10, 1), (3000, 10, 2), (3000, 12, 3)]
+
+
+def test_out_of_domain_schedules_are_clipped_by_the_algorithm(ev):
+    inst = ev.load_instances("train")[0]
+    sol = ev.solve(lambda horizon, d, degree: (np.full(horizon, 50.0), np.full(horizon, 1.4)), inst)
+    assert max(sol["eta"]) == 10.0 and max(sol["lam"]) == 1.0
+    assert ev.score(inst, sol)["regret"] > 0

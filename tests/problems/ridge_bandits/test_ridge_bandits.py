@@ -1,0 +1,68 @@
+"""hifo.problems.ridge_bandits: the two phases of SGD on a single-index bandit (Rajaraman & Han)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from hifo.problems.ridge_bandits import (explore_then_commit, first_time, fixed_schedule, make_instance, run_sgd,
+                                         two_phase_schedule)
+
+R, T, SIGMA = 8, 4000, 0.1
+DIMS = (8, 16, 32)
+
+
+def _instances(d: int) -> tuple[np.ndarray, np.ndarray]:
+    pairs = [make_instance(d, s) for s in range(R)]
+    return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
+
+
+@lru_cache(maxsize=None)
+def _times(link: str, d: int) -> tuple[float, float]:
+    """Median rounds until m_t >= 0.5 (search) and from there to m_t >= 0.8 (climb), fixed step."""
+    ts, th0 = _instances(d)
+    tr = run_sgd(ts, th0, link, *fixed_schedule(T, d), SIGMA, 5)
+    t5 = np.median([first_time(o, 0.5) for o in tr.overlap])
+    t8 = np.median([first_time(o, 0.8) for o in tr.overlap])
+    return float(t5), float(t8 - t5)
+
+
+def test_batched_run_matches_shape_and_regret_definition():
+    ts, th0 = make_instance(5, 0)
+    tr = run_sgd(ts, th0, "cubic", *fixed_schedule(50, 5), 0.0, 1)
+    assert tr.regret.shape == tr.overlap.shape == (50,)
+    assert np.all(tr.regret >= 0) and np.isclose(tr.overlap[0], ts @ th0)
+    assert np.all(np.diff(tr.cumulative) >= 0)
+
+
+def test_burn_in_grows_faster_with_d_for_a_link_flat_at_zero():
+    """Burn-in: the search time to m = 0.5 grows with d, much faster for f = x^3 than for f = x."""
+    def exponent(link):
+        return np.polyfit(np.log(DIMS), np.log([_times(link, d)[0] for d in DIMS]), 1)[0]
+    assert exponent("cubic") > exponent("linear") + 0.4
+    assert exponent("linear") > 1.0
+
+
+def test_search_then_fast_climb_for_the_cubic_link():
+    """Two phases: for f = x^3 at d = 32 the search dominates the climb from 0.5 to 0.8; for f = x it does not."""
+    search, climb = _times("cubic", 32)
+    assert search > 2 * climb
+    search_lin, climb_lin = _times("linear", 32)
+    assert search_lin < climb_lin
+
+
+def test_learning_phase_schedule_beats_the_fixed_step():
+    """After burn-in the decaying schedule's per-round regret falls well below the fixed step's."""
+    ts, th0 = _instances(16)
+    two = run_sgd(ts, th0, "linear", *two_phase_schedule(T, 16, 1), SIGMA, 5)
+    fixed = run_sgd(ts, th0, "linear", *fixed_schedule(T, 16), SIGMA, 5)
+    tail = slice(3 * T // 4, T)
+    assert two.regret[:, tail].mean() < 0.5 * fixed.regret[:, tail].mean()
+    assert two.overlap[:, -1].mean() > 0.98
+
+
+def test_explore_then_commit_commits_to_its_estimate():
+    ts, _ = make_instance(8, 3)
+    tr = explore_then_commit(ts, "linear", 500, 400, SIGMA, 2)
+    assert np.allclose(tr.regret[400:], tr.regret[-1]) and tr.overlap[-1] > 0.9
