@@ -9,7 +9,11 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+# the embedded 270M model at 1.0 writes mostly invalid code (issue 12); see README "The embedded model"
+LOCAL_TEMPERATURE = 0.7
 
 
 def default_runs_dir() -> Path:
@@ -33,7 +37,8 @@ class RunConfig(BaseModel):
     target: float | None = Field(None, description="stop once the best reaches this value of the primary metric")
     patience: int | None = Field(None, ge=1, description="stop after this many generations without a new best")
     seed: int = 0
-    temperature: float = Field(1.0, ge=0, le=2)
+    temperature: float = Field(1.0, ge=0, le=2, description="sampling temperature; when not set, "
+                               f"{LOCAL_TEMPERATURE} for the embedded model (local / local:*), 1.0 for others")
     max_tokens: int = Field(384, ge=16, le=8192)
     train_set: str | None = None
     test_set: str | None = None
@@ -69,6 +74,12 @@ class RunConfig(BaseModel):
         if not v or not v.replace("_", "").replace("-", "").isalnum():
             raise ValueError(f"invalid problem name {v!r} (a registered name, or path/to/file.py:Class)")
         return v
+
+    @model_validator(mode="after")
+    def _model_temperature(self) -> "RunConfig":
+        if "temperature" not in self.model_fields_set and (self.model == "local" or self.model.startswith("local:")):
+            self.temperature = LOCAL_TEMPERATURE  # set explicitly in config.json, so a resume keeps it
+        return self
 
     @property
     def n_offspring(self) -> int:

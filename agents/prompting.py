@@ -82,6 +82,41 @@ def _strip_imports(code: str) -> str:
                      if not ln.startswith(("import ", "from "))).strip("\n")
 
 
+# a completion ends where the model starts something other than the function body
+COMPLETION_STOP = ("\ndef ", "\nclass ", "\n#", "\nif __name__", "\n@", '\n"""', "\nprint(")
+
+
+# completion-style operators whose new version starts from the best shown version's code (see `edit_start`)
+EDIT_OPERATORS = ("i1", "m1", "m2", "m3")
+EDIT_VAR = "result"
+
+
+def edit_start(code: str, entry: str) -> str | None:
+    """The body of ``entry`` in ``code`` (docstring dropped, indented 4), with its final ``return X``
+    rewritten as ``result = X`` for the model to continue; None when the body does not end with a
+    ``return`` of a value or already uses the name ``result``."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entry), None)
+    if fn is None:
+        return None
+    body = list(fn.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    last = body[-1] if body else None
+    if not isinstance(last, ast.Return) or last.value is None:
+        return None
+    if any(isinstance(n, ast.Name) and n.id == EDIT_VAR for n in ast.walk(fn)):
+        return None
+    assign = ast.Assign(targets=[ast.Name(EDIT_VAR, ast.Store())], value=last.value, lineno=0)
+    lines = [ast.unparse(n) for n in body[:-1]] + [ast.unparse(ast.fix_missing_locations(assign))]
+    return textwrap.indent("\n".join(lines), "    ") + "\n"
+
+
 def render_operator(
     style: str,
     operator: str,
@@ -91,11 +126,16 @@ def render_operator(
     principles: Sequence[str],
     directive: str,
     regime: str | None = None,
+    edit: bool | None = None,
 ) -> RenderedPrompt:
     """Build the prompt of one LLM operator (``i1``, ``e1``, ``e2``, ``m1``, ``m2``, ``m3``).
 
     ``regime`` (explore / balance / exploit) adds the regime's sentence for this operator
-    (`hifo.agents.foresight.regime_instruction`) in front of the directive."""
+    (`hifo.agents.foresight.regime_instruction`) in front of the directive.
+
+    ``edit`` (completion style; default: on for `EDIT_OPERATORS`): the new version starts with the best
+    shown version's body, its final ``return X`` turned into ``result = X`` (`edit_start`), so a small
+    model edits working code instead of writing from scratch; the continuation is parsed with that start."""
     from hifo.agents.foresight import regime_instruction
 
     if operator not in LLM_OPERATORS:
@@ -138,13 +178,18 @@ def render_operator(
     next_name = f"{entry}_v{len(shown)}"
     sig = tpl.signature.replace(f"def {entry}(", f"def {next_name}(", 1)
     next_def = f'{sig}\n    """{doc}\n\n' + textwrap.indent(tpl.docstring.strip(), "    ") + '\n    """\n'
+    if edit is None:
+        edit = operator in EDIT_OPERATORS
+    start = edit_start(shown[-1].code, entry) if edit else None
+    if start:
+        next_def += start
     principles_comments = "".join(f"# - {t}\n" for t in principles).rstrip("\n") or "# (none yet)"
     text = load_template("completion", "frame").substitute(
         task_comment=evaluator.description.strip().replace('"""', "'''"),
         principles_comments=principles_comments, directive=directive or "(none)",
         imports=tpl.imports, parents_code="\n\n".join(blocks), next_def=next_def).rstrip("\n") + "\n"
-    stop = ["\ndef ", "\nclass ", "\n#", "\nif __name__", "\n@", '\n"""', "\nprint("]
-    return RenderedPrompt(operator, style, [{"role": "prompt", "content": text}], next_def, stop, versions)
+    return RenderedPrompt(operator, style, [{"role": "prompt", "content": text}], next_def, list(COMPLETION_STOP),
+                          versions)
 
 
 def link_versions(code: str, entry: str, versions: dict[str, str]) -> str:

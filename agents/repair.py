@@ -15,6 +15,10 @@ rejected without spending a sandbox evaluation:
   scalar (a number, ``float(...)``, ``max(...)``, ``math.*(...)``, ...), the function is renamed
   ``_entry_raw`` and a wrapper broadcasts its result to the shape of the template's first array
   argument (for ``priority(item, bins)``: one score per bin, the same for every bin);
+* **missing return** — a function that returns nothing while the template returns a value, and whose
+  last statement assigns one name (as an edit prompt's ``result = ...`` left unfinished), returns it;
+* **near-miss names** — an undefined name close to an argument or an assigned name (``priorities`` for
+  ``priority``, ``bin`` plurals, difflib ratio >= 0.8) is renamed to it;
 * **other free names** are reported in ``Repair.unresolved``; the caller rejects the candidate.
 
 Everything works on the AST (``symtable`` for free names); code that does not parse is returned as is.
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import difflib
 import re
 import symtable
 from dataclasses import dataclass, field
@@ -114,6 +119,33 @@ class _Redirect(ast.NodeTransformer):
         return node
 
 
+def _rename_near_misses(code: str, names: list[str]) -> tuple[str, list[tuple[str, str]]]:
+    """Rename an undefined name to a defined one it is a near-miss of (``bin_sizes`` -> ``bins``,
+    ``priorities`` -> ``priority``): argument names and names assigned anywhere in the module, with a
+    similarity of at least 0.8 (difflib) or a plural/singular pair.  Returns the code and the renames."""
+    tree = ast.parse(code)
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, ast.FunctionDef):
+            bound.add(node.name)
+    renames: dict[str, str] = {}
+    for n in names:
+        plural = [b for b in bound if b in (n + "s", n + "es", n[:-1], n[:-2], n[:-3] + "y") and len(b) > 2]
+        close = plural or difflib.get_close_matches(n, sorted(bound), n=1, cutoff=0.8)
+        if close:
+            renames[n] = sorted(close)[0]
+    if not renames:
+        return code, []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in renames:
+            node.id = renames[node.id]
+    return ast.unparse(tree) + "\n", sorted(renames.items())
+
+
 def repair(code: str, entry: str, signature: str, versions: dict[str, str] | None = None) -> Repair:
     """Fix what can be fixed in ``code`` (see the module docstring); never raises on bad input."""
     versions = versions or {}
@@ -127,6 +159,15 @@ def repair(code: str, entry: str, signature: str, versions: dict[str, str] | Non
     tree = red.visit(tree)
     if red.changed:
         fixes.append(f"redirected {', '.join(sorted(set(red.changed)))} to {newest}")
+    fn0 = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entry), None)
+    if fn0 is not None and "->" in signature and not signature.rstrip().endswith("-> None:") \
+            and not any(isinstance(r, ast.Return) for r in ast.walk(fn0)):
+        last = fn0.body[-1]
+        if isinstance(last, ast.Assign) and len(last.targets) == 1 and isinstance(last.targets[0], ast.Name):
+            name = last.targets[0].id
+            fn0.body.append(ast.Return(ast.Name(name, ast.Load())))
+            ast.fix_missing_locations(tree)
+            fixes.append(f"added the missing final return {name}")
     arr = _array_param(signature)
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entry), None)
     if arr and fn is not None and any(_is_scalar(r.value) for r in ast.walk(fn) if isinstance(r, ast.Return)):
@@ -149,6 +190,11 @@ def repair(code: str, entry: str, signature: str, versions: dict[str, str] | Non
         out = "\n".join(imports) + "\n" + out
         fixes.append("added " + "; ".join(imports))
     unresolved = sorted(n for n in free if n not in KNOWN_MODULES)
+    if unresolved:
+        out, renamed = _rename_near_misses(out, unresolved)
+        if renamed:
+            fixes.append("renamed undefined " + ", ".join(f"{a} to {b}" for a, b in renamed) + " (closest defined name)")
+            unresolved = [n for n in unresolved if n not in dict(renamed)]
     if not fixes:
         out = code
     return Repair(out, fixes, unresolved)

@@ -7,9 +7,8 @@ on ``hifo resume`` (a resumed generation does not call the model again).
 What counts as fixable: undefined names left after the deterministic `repair`, syntax errors (code that
 is not valid Python), code without the entry function, a wrong number of arguments, an empty body.
 A reply without any code (a refusal, prose) is not repaired: there is nothing to feed back.  Errors
-raised while the candidate *runs* in the sandbox (exceptions, a wrong return shape at run time) are not
-repaired: they are known only after evaluation, and a second evaluation round per generation is not
-built yet.
+raised while the candidate *runs* in the sandbox (exceptions, a wrong return shape at run time) are fed
+back after evaluation by `hifo.agents.runtime_repair`, with the sandbox's error text.
 """
 
 from __future__ import annotations
@@ -52,9 +51,19 @@ def parse_reply(text: str, ev: Any, pr: Any) -> Parsed:
     fixed = repair(ex.code, tpl.name, tpl.signature, pr.versions)
     if fixed.unresolved:  # it would fail at its first call: not worth a sandbox evaluation
         return Parsed(code=None, thought=ex.thought, raw=ex.code,
-                      error=f"undefined name(s): {', '.join(fixed.unresolved)}")
+                      error=f"undefined name(s): {', '.join(fixed.unresolved)}; only {_known_names(tpl)}, the "
+                            "imported modules and names the code itself assigns exist")
     code = link_versions(fixed.code, tpl.name, pr.versions) if pr.versions else fixed.code
     return Parsed(code=code, thought=ex.thought, fixes=fixed.fixes, raw=code)
+
+
+def _known_names(tpl: Any) -> str:
+    """The template's argument names, for the error fed back on an undefined name."""
+    import re
+
+    m = re.search(r"\((.*)\)", tpl.signature, re.S)
+    args = [a.split(":")[0].split("=")[0].strip() for a in (m.group(1).split(",") if m else [])]
+    return "the arguments " + ", ".join(a for a in args if a) if any(args) else "the arguments"
 
 
 def fixable(parsed: Parsed) -> bool:

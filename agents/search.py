@@ -316,12 +316,29 @@ class SearchNodes(DistillNode, SelectNode):
         return added
 
     def evaluate(self, state: RunState) -> RunState:
-        store, gen = self.rt.store, state["generation"]
+        gen = state["generation"]
         clock, early = self._clock, self._early
         if clock is None or early is None or clock.generation != gen:  # propose ran before a resume
             clock = GenerationClock(gen, resumed=True)
             early = EarlyEvaluations(self.rt.scorer, clock, 0)
         self._clock = self._early = None
+        out = self._evaluate_pending(state, clock, early)
+        if self.cfg.repair and not out.get("stop_reason") and not state.get("stop_reason"):
+            # run-time error feedback: failing candidates go back to the model once, fixes are scored now
+            from hifo.agents.runtime_repair import feed_back_runtime_errors
+
+            n_new, stop = feed_back_runtime_errors(self, state)
+            if n_new:
+                out = self._evaluate_pending(state, clock, early)
+            if stop and not out.get("stop_reason"):
+                out["stop_reason"] = stop
+        timing = clock.summary()
+        self.rt.store.record_timing(gen, timing)
+        self.rt.emit("timing", generation=gen, **timing)
+        return out
+
+    def _evaluate_pending(self, state: RunState, clock: GenerationClock, early: EarlyEvaluations) -> RunState:
+        store = self.rt.store
         pending = store.pending()
         cap = self.cfg.max_evaluations
         if cap is not None:
@@ -359,9 +376,6 @@ class SearchNodes(DistillNode, SelectNode):
                 waiting = set()
         if late:  # left pending they would be evaluated by a resume; the run is over, so say why
             store.expire([c.id for c in late], f"not evaluated: {self._wall_reason()}")
-        timing = clock.summary()
-        store.record_timing(gen, timing)
-        self.rt.emit("timing", generation=gen, **timing)
         out: RunState = {"evaluations": store.count_evaluated()}
         if cap is not None and out["evaluations"] >= cap and not state.get("stop_reason"):
             out["stop_reason"] = f"evaluation budget ({cap}) spent"  # the model is asked nothing more

@@ -42,7 +42,8 @@ def test_completion_prompt_orders_versions_and_extracts_continuation():
     assert pr.messages[0]["role"] == "prompt"
     # worst first, best last, then the header of the next version
     assert text.index("def priority_v0(") < text.index("def priority_v1(") < text.index("def priority_v2(")
-    assert "# - Prefer tight fits." in text and text.endswith('"""\n')
+    # m1 is an edit operator: the new version starts from the best version's body, return -> result
+    assert "# - Prefer tight fits." in text and text.endswith('"""\n    result = -(bins - item)\n')
     assert "Improved version of `priority_v1`" in text
     ex = extract_code("    return -(bins - item) ** 2\n", "priority", TPL.imports, pr.prefix)
     assert "def priority(" in ex.code and "** 2" in ex.code
@@ -93,3 +94,29 @@ def test_completion_reply_calling_an_earlier_version_is_linked():
     import numpy as np
 
     assert ns["priority"](3.0, np.array([5.0, 4.0])).tolist() == [-3.9, -1.9]
+
+
+def test_edit_start_and_its_continuation():
+    from hifo.agents.prompting import edit_start
+    from hifo.agents.repair import repair
+
+    code = ('def priority(item, bins):\n    """Doc."""\n    gap = bins - item\n    if item > 50:\n'
+            '        return -gap\n    return -gap ** 2\n')
+    assert edit_start(code, "priority") == ("    gap = bins - item\n    if item > 50:\n        return -gap\n"
+                                            "    result = -gap ** 2\n")
+    # nothing to start from: no final return of a value, or the name is taken
+    assert edit_start("def priority(item, bins):\n    if item:\n        return bins\n    else:\n"
+                      "        return -bins\n", "priority") is None
+    assert edit_start("def priority(item, bins):\n    result = bins\n    return result\n", "priority") is None
+    pr = render_operator("completion", "m1", evaluator=EV, parents=[P1], principles=[], directive="")
+    off = render_operator("completion", "m1", evaluator=EV, parents=[P1], principles=[], directive="", edit=False)
+    assert off.messages[0]["content"].endswith('"""\n') and off.prefix.endswith('"""\n')
+    assert pr.prefix.endswith("    result = -(bins - item)\n") and pr.prefix.startswith(off.prefix)
+    e1 = render_operator("completion", "e1", evaluator=EV, parents=[P1, P2], principles=[], directive="")
+    assert e1.prefix.endswith('"""\n')  # crossover operators write from scratch
+    # the model adds a term and returns; or stops at once, and the missing return is added and recorded
+    ex = extract_code("    result = result + 0.1 * bins\n    return result\n", "priority", TPL.imports, pr.prefix)
+    assert "result = -(bins - item)" in ex.code and "0.1 * bins" in ex.code
+    ex = extract_code("\n", "priority", TPL.imports, pr.prefix)
+    fixed = repair(ex.code, "priority", TPL.signature)
+    assert fixed.fixes == ["added the missing final return result"] and fixed.code.rstrip().endswith("return result")

@@ -56,3 +56,36 @@ def test_scalar_int_returns_are_right_for_int_templates_and_bad_code_passes_thro
     code = ("import numpy as np\ndef helper(x):\n    return x * 2\ndef priority(item, bins):\n"
             "    s = [helper(b) for b in bins]\n    for k in range(2):\n        s = s\n    return np.array(s) - item\n")
     assert not repair(code, "priority", SIG).unresolved
+
+
+def test_near_miss_names_are_renamed_and_recorded():
+    code = ("def priority(item, bins):\n    priority = []\n    for b in bins:\n        priority.append(b - item)\n"
+            "    return np.array(priorities)\n")
+    r = repair(code, "priority", SIG)
+    assert not r.unresolved and "renamed undefined priorities to priority (closest defined name)" in r.fixes
+    assert list(_run(r.code, 0.25, np.array([1.0, 0.5]))) == [0.75, 0.25]
+    r = repair("def priority(item, bins):\n    return -(bins - itm)\n", "priority", SIG)
+    assert r.fixes == ["renamed undefined itm to item (closest defined name)"]
+    # a name that resembles nothing defined stays an error
+    r = repair("def priority(item, bins):\n    return -(bins - item) / capacity\n", "priority", SIG)
+    assert r.unresolved == ["capacity"] and not r.fixes
+
+
+def test_undefined_name_feedback_lists_the_arguments():
+    from types import SimpleNamespace
+
+    from hifo.agents.repair_loop import parse_reply
+
+    tpl = SimpleNamespace(name="priority", imports="import numpy as np", signature=SIG)
+    pr = SimpleNamespace(prefix="", versions={})
+    got = parse_reply("```python\ndef priority(item, bins):\n    return bins / capacity\n```", SimpleNamespace(template=tpl), pr)
+    assert got.code is None and got.error.startswith("undefined name(s): capacity; only the arguments item, bins")
+
+
+def test_embedded_model_defaults_to_a_lower_temperature():
+    from hifo.agents.config import LOCAL_TEMPERATURE, RunConfig
+
+    assert RunConfig(problem="bpp_online", model="local").temperature == LOCAL_TEMPERATURE < 1.0
+    assert RunConfig(problem="bpp_online", model="local:/m.gguf").temperature == LOCAL_TEMPERATURE
+    assert RunConfig(problem="bpp_online", model="local", temperature=1.0).temperature == 1.0
+    assert RunConfig(problem="bpp_online", model="openai/gpt-4o-mini").temperature == 1.0
