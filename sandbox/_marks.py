@@ -10,9 +10,20 @@ from __future__ import annotations
 import time
 
 
-def instance_seconds(marks: list[float]) -> list[float]:
-    """Per-instance seconds from the parent's timestamps of the child's progress marks."""
-    return [b - a for a, b in zip(marks, marks[1:])]
+def instance_seconds(marks: list[float], since: list[float] | None = None) -> list[float]:
+    """Per-instance seconds from the parent's timestamps of the child's progress marks.
+
+    ``since[i]``, when given, is the parent's clock at the read *before* the one that brought mark ``i``.
+    When a busy parent reads two consecutive marks in one chunk they share a timestamp; the instance
+    between them is then charged the whole window in which both arrived (``marks[i+1] - since[i+1]``),
+    an overestimate, so coalescing never reads as a free (0 s) instance in the candidate's favour."""
+    out = []
+    for i, (a, b) in enumerate(zip(marks, marks[1:])):
+        if since is not None and b == a:
+            out.append(b - since[i + 1])
+        else:
+            out.append(b - a)
+    return out
 
 
 class Marks:
@@ -25,6 +36,8 @@ class Marks:
 
     def __init__(self) -> None:
         self.times: list[float] = []
+        self.since: list[float] = []  # per mark: the parent's clock at the previous read (see instance_seconds)
+        self.last_read = time.monotonic()
         self.scanned = 0  # bytes of the result buffer that were marks
         self.done = False  # the JSON has begun: no more marks
 
@@ -36,7 +49,9 @@ class Marks:
             byte = received[self.scanned]
             if byte == self.BEGIN and not self.times or byte == self.INSTANCE and self.times:
                 self.times.append(now)
+                self.since.append(self.last_read)
                 self.scanned += 1
             else:
                 self.done = True
-                return
+                break
+        self.last_read = now

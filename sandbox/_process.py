@@ -56,6 +56,7 @@ class ProcessOutcome:
     # the parent's clock (time.monotonic) at the arrival of each progress mark of the child:
     # [begin, end of instance 0, end of instance 1, ...]; see :func:`hifo.sandbox._marks.instance_seconds`
     marks: list[float] = dataclasses.field(default_factory=list)
+    marks_since: list[float] = dataclasses.field(default_factory=list)  # the read before each mark's read
     overtime: str | None = None  # the parent killed the candidate: an instance ran over its limit
 
 
@@ -263,6 +264,7 @@ class Zygote:
             result=bytes(received[marks.scanned:]),
             result_overflow=overflow,
             marks=list(marks.times),
+            marks_since=list(marks.since),
             overtime=overtime,
         )
 

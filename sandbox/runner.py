@@ -130,7 +130,7 @@ def _run(job: Job, on_start: Callable[[JobHandle], None] | None, plan: Isolation
         stdout, stderr, truncated = read_capped_output(out.fileno(), err.fileno(), job.limits.max_output_bytes)
     status, solutions, error = classify(outcome, job)
     # timed here, on the parent's clock, between the child's progress marks (never the child's numbers)
-    instance_s = instance_seconds(outcome.marks) if status == "ok" else []
+    instance_s = instance_seconds(outcome.marks, outcome.marks_since or None) if status == "ok" else []
     return SandboxResult(
         status=status,
         solutions=solutions,

@@ -76,10 +76,10 @@ def test_parent_times_each_instance_from_the_childs_marks():
     job = make_job(ev, ev.baseline_source(), instances)
     result = run_job(job)
     assert result.ok and len(result.instance_s) == 2 and all(t >= 0 for t in result.instance_s)
-    # on a busy machine the parent may read several marks at once: the earlier instance then carries the time
-    # of both (an overestimate, never in the candidate's favour) and the later one reads 0
-    assert sum(result.instance_s) > 0
-    assert sum(result.instance_s) < result.wall_s  # measured inside the job's wall time, by the parent
+    # on a busy machine the parent may read several marks at once: each instance between them is then charged
+    # the whole window in which they arrived (an overestimate, never a free 0 s in the candidate's favour)
+    assert all(t > 0 for t in result.instance_s)
+    assert max(result.instance_s) < result.wall_s + 0.1  # measured inside the job's wall time, by the parent
 
 
 def test_overtime_is_rejected_by_the_parent():
