@@ -35,3 +35,13 @@ def run_set(ev: Evaluator, heuristic: Callable[..., Any], instance_set: str
     """Per-instance metrics and their aggregate over a named instance set."""
     per = [run_instance(ev, heuristic, inst) for inst in ev.load_instances(instance_set)]
     return per, ev.aggregate(per)
+
+
+def assert_reference_figures(ev: Evaluator, instance_set: str, entry: str, rel: float = 1e-4) -> None:
+    """Every baseline, compiled in-process, reproduces its stored figures on ``instance_set``."""
+    import pytest
+
+    for name, figures in ev.reference_figures.items():
+        _, agg = run_set(ev, compile_entry(ev.baselines[name], entry), instance_set)
+        for metric, value in figures[instance_set].items():
+            assert agg[metric] == pytest.approx(value, rel=rel), (name, metric)

@@ -9,7 +9,7 @@ import pytest
 
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.fdiv_pessimism import FdivPessimism
-from evalkit import compile_entry, run_instance
+from evalkit import assert_reference_figures, compile_entry, run_instance
 
 
 @pytest.fixture(scope="module")
@@ -28,11 +28,7 @@ def test_declaration(ev):
 
 @pytest.mark.parametrize("instance_set", ["train", "test"])
 def test_reference_figures(ev, instance_set):
-    inst = ev.load_instances(instance_set)
-    for name, figures in ev.reference_figures.items():
-        agg = ev.aggregate([run_instance(ev, compiled(ev.baselines[name]), i) for i in inst])
-        for metric, value in figures[instance_set].items():
-            assert agg[metric] == pytest.approx(value, rel=1e-4), (name, metric)
+    assert_reference_figures(ev, instance_set, "bonus")
 
 
 def test_score_depends_only_on_the_returned_bonus(ev):
