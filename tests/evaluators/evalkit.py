@@ -7,8 +7,9 @@ modules here import it directly (pytest puts this folder on ``sys.path``, there 
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from hifo.evaluators.base import Evaluator
 
@@ -45,3 +46,16 @@ def assert_reference_figures(ev: Evaluator, instance_set: str, entry: str, rel: 
         _, agg = run_set(ev, compile_entry(ev.baselines[name], entry), instance_set)
         for metric, value in figures[instance_set].items():
             assert agg[metric] == pytest.approx(value, rel=rel), (name, metric)
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """torch on one thread while the block runs (the torch evaluators' figures are measured that way)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import inspect
 
 import pytest
-import torch
+
+from evalkit import compile_entry, one_torch_thread
 
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.glowq_select import GlowQSelect
@@ -13,10 +16,8 @@ from hifo.evaluators.glowq_select import GlowQSelect
 
 @pytest.fixture(scope="module")
 def ev():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield GlowQSelect()
-    torch.set_num_threads(before)
+    with one_torch_thread():
+        yield GlowQSelect()
 
 
 @pytest.fixture(scope="module")
@@ -24,10 +25,7 @@ def instance(ev):
     return ev.load_instances("train")[0]
 
 
-def compiled(source: str):
-    ns: dict = {}
-    exec(source, ns)
-    return ns["choose_groups"]
+compiled = partial(compile_entry, entry="choose_groups")
 
 
 def test_declaration_and_instances_carry_no_model(ev, instance):

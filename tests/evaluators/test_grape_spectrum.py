@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import math
 
 import pytest
-import torch
+
+from evalkit import compile_entry, one_torch_thread
 
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.grape_spectrum import GrapeSpectrum
@@ -13,10 +16,8 @@ from hifo.evaluators.grape_spectrum import GrapeSpectrum
 
 @pytest.fixture(scope="module")
 def ev():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield GrapeSpectrum()
-    torch.set_num_threads(before)
+    with one_torch_thread():
+        yield GrapeSpectrum()
 
 
 @pytest.fixture(scope="module")
@@ -24,10 +25,7 @@ def instance(ev):
     return ev.load_instances("train")[0]
 
 
-def compiled(source: str):
-    ns: dict = {}
-    exec(source, ns)
-    return ns["spectrum"]
+compiled = partial(compile_entry, entry="spectrum")
 
 
 def test_declaration_and_instances_carry_no_model(ev, instance):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
-import torch
+
+from evalkit import compile_entry, one_torch_thread
 
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.ptq4arvg_calib import PTQ4ARVGCalib
@@ -11,10 +14,8 @@ from hifo.evaluators.ptq4arvg_calib import PTQ4ARVGCalib
 
 @pytest.fixture(scope="module")
 def ev():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield PTQ4ARVGCalib()
-    torch.set_num_threads(before)
+    with one_torch_thread():
+        yield PTQ4ARVGCalib()
 
 
 @pytest.fixture(scope="module")
@@ -22,10 +23,7 @@ def instance(ev):
     return ev.load_instances("train")[0]
 
 
-def compiled(source: str):
-    ns: dict = {}
-    exec(source, ns)
-    return ns["select_calibration"]
+compiled = partial(compile_entry, entry="select_calibration")
 
 
 def test_instances_carry_features_not_the_model(ev, instance):
