@@ -3,7 +3,8 @@ call budget, and a resumed generation gets that call from the response cache."""
 
 import pytest
 
-from hifo.agents.config import RunConfig
+from agentkit import tiny_config
+
 from hifo.agents.graph import start_run, resume_run
 from hifo.agents.llm.base import Completion
 from hifo.agents.llm.factory import wrap_client
@@ -38,12 +39,7 @@ class RepairModel:
         return [Completion(BAD.format(c=c), 10, 10, model=self.model)]
 
 
-def _cfg(tmp_path, **kw):
-    base = dict(problem="bpp_online", model="fake", generations=0, population=2, init_samples=2, hyper_lambda=0,
-                seed=3, kb=str(tmp_path / "kb.sqlite"), run_dir=str(tmp_path / "run"), workers=1,
-                test_set="train", distill=False)
-    base.update(kw)
-    return RunConfig(**base)
+_cfg = tiny_config
 
 
 def _cands(run_dir):

@@ -1,7 +1,7 @@
 """Run-time error feedback (issue 12, item 5): a candidate that fails in the sandbox goes back to the
 model once with the sandbox's error text; the fix is evaluated in the same generation."""
 
-from hifo.agents.config import RunConfig
+from agentkit import tiny_config
 from hifo.agents.graph import start_run
 from hifo.agents.llm.base import Completion
 from hifo.agents.rundb import RunStore
@@ -29,12 +29,7 @@ class CrashThenFix:
         return [Completion(CRASH.format(i=self.calls), 10, 10, model=self.model)]
 
 
-def _cfg(tmp_path, **kw):
-    base = dict(problem="bpp_online", model="fake", generations=0, population=2, init_samples=2, hyper_lambda=0,
-                seed=3, kb=str(tmp_path / "kb.sqlite"), run_dir=str(tmp_path / "run"), workers=1,
-                test_set="train", distill=False)
-    base.update(kw)
-    return RunConfig(**base)
+_cfg = tiny_config
 
 
 def _cands(run_dir):
