@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits, measured_figures
 from hifo.problems.byzantine_fl import RULES, FLConfig, run_fl
 
 REFS = Path(__file__).parent / "data" / "byzantine_fl" / "reference_figures.json"
@@ -143,8 +143,7 @@ def make_refs() -> dict[str, dict[str, dict[str, float]]]:
     for name, fn in RULES.items():
         out[name] = {}
         for instance_set in ev.instance_sets:
-            per = [ev.score(i, json.loads(json.dumps(ev.solve(fn, i)))) for i in ev.load_instances(instance_set)]
-            out[name][instance_set] = {k: round(v, 6) for k, v in ev.aggregate(per).items()}
+            out[name][instance_set] = measured_figures(ev, fn, instance_set)
     return out
 
 

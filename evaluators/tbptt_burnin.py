@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits, measured_figures
 from hifo.problems.tbptt import make_data, train_tbptt
 
 REFS = Path(__file__).parent / "data" / "tbptt" / "reference_figures.json"
@@ -142,8 +142,7 @@ def make_refs() -> dict[str, dict[str, dict[str, float]]]:
         exec(source, ns)  # trusted: our own baselines
         out[name] = {}
         for instance_set in ev.instance_sets:
-            per = [ev.score(i, json.loads(json.dumps(ev.solve(ns["burn_in"], i)))) for i in ev.load_instances(instance_set)]
-            out[name][instance_set] = {k: round(v, 6) for k, v in ev.aggregate(per).items()}
+            out[name][instance_set] = measured_figures(ev, ns["burn_in"], instance_set)
     return out
 
 
