@@ -58,3 +58,28 @@ def test_eoh_tsp_and_transfer_arms_with_test_curves_and_plot(tmp_path, make_fake
     png = plot(out["rows"], tmp_path / "d.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert discovery.PROBLEM_ARMS["tsp_construct"] == ["full", "eoh", "transfer"]
+
+
+def test_checkpoint_keeps_finished_arms_and_resume_runs_only_the_rest(tmp_path, make_fake_model):
+    import json
+
+    ck = tmp_path / "d.rows.jsonl"
+    log: list[str] = []
+    first = run_all(["bpp_online"], [0], 6, "fake", tmp_path / "w", client_factory=make_fake_model,
+                    arms=["best_of_n"], log=log.append, test_set="train", checkpoint=ck)
+    lines = ck.read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["arm"] == "best_of_n"
+    ck.write_text(ck.read_text() + '{"problem": "bpp_online", "arm": "full", "se')  # a line cut by a crash
+    log.clear()
+    second = run_all(["bpp_online"], [0], 6, "fake", tmp_path / "w", client_factory=make_fake_model,
+                     arms=["best_of_n", "no_foresight"], log=log.append, test_set="train", checkpoint=ck,
+                     resume=True)
+    assert any("reused" in m and "best_of_n" in m for m in log)  # not run again ...
+    assert not any("reused" in m and "no_foresight" in m for m in log)  # ... the missing arm ran
+    assert [r for r in second["rows"] if r["arm"] == "best_of_n"] == first["rows"]
+    assert {r["arm"] for r in second["rows"]} == {"best_of_n", "no_foresight"}
+    # another budget does not reuse the rows
+    log.clear()
+    run_all(["bpp_online"], [0], 5, "fake", tmp_path / "w", client_factory=make_fake_model,
+            arms=["best_of_n"], log=log.append, test_set="train", checkpoint=ck, resume=True)
+    assert not any("reused" in m for m in log)
