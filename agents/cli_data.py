@@ -104,6 +104,7 @@ def train_fmip(
     seed: int = typer.Option(0, "--seed"),
     no_save: bool = typer.Option(False, "--no-save", help="do not write weights"),
     weights: Optional[Path] = typer.Option(None, "--weights", help="[default: the package's problems/milp/weights/fmip.pt]"),
+    compare: Optional[Path] = typer.Option(None, "--compare", help="earlier weights, checked on the same held-out instances"),
     results: Optional[Path] = typer.Option(None, "--results", help=_RESULTS_HELP),
 ) -> None:
     """Train FMIP's flow model (MILP, CPU) the fmip_guidance evaluator loads."""
@@ -112,7 +113,7 @@ def train_fmip(
 
     summary = fmip_training.run(per_family=per_family or (3 if quick else None), epochs=epochs or (5 if quick else 40),
                                 label_time=label_time, seed=seed, save=not (quick or no_save),
-                                weights=weights or fmip.WEIGHTS, log=_log)
+                                weights=weights or fmip.WEIGHTS, compare=compare, log=_log)
     _write(results, summary)
 
 

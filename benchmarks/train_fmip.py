@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from hifo.problems.milp.fmip_training import run
@@ -27,11 +28,13 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--label-time", type=float, default=2.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-save", action="store_true")
+    ap.add_argument("--compare", type=Path, default=None, help="earlier weights, checked on the same held-out set")
     args = ap.parse_args(argv)
     result = run(per_family=args.per_family or (3 if args.quick else None),
                  epochs=args.epochs or (5 if args.quick else 40), label_time=args.label_time, seed=args.seed,
-                 save=not (args.quick or args.no_save))
-    result = {"command": "python -m benchmarks.train_fmip" + (" --quick" if args.quick else ""), **result}
+                 save=not (args.quick or args.no_save), compare=args.compare)
+    given = sys.argv[1:] if argv is None else list(argv)
+    result = {"command": " ".join(["python -m benchmarks.train_fmip", *given]), **result}
     if not args.quick and not args.no_save:
         OUT.parent.mkdir(parents=True, exist_ok=True)
         OUT.write_text(json.dumps(result, indent=1))

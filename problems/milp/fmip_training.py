@@ -4,7 +4,8 @@
 Labels are HiGHS's best solutions within ``label_time`` seconds (FMIP trains on solver solutions
 too). After training, one held-out instance per family (unseen seeds) is sampled with and without
 guidance, reporting the agreement of the sampled integers with HiGHS's label, the total row
-violation of the raw sample (before any repair) and its objective. The weights go to ``weights``
+violation of the raw sample (before any repair) and its objective; ``compare`` (``--compare``) runs
+the same check with earlier weights (before/after). The weights go to ``weights``
 (default: the package's ``problems/milp/weights/fmip.pt``, which the ``fmip_guidance`` evaluator reads).
 """
 
@@ -35,21 +36,10 @@ def labelled(instances: Iterable[MILPInstance],
     return data
 
 
-def run(*, per_family: int | None = None, epochs: int = 40, label_time: float = 2.0, seed: int = 0,
-        save: bool = True, weights: Path = fmip.WEIGHTS, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Label ``per_family`` instances of every family (default: the ``fmip_data`` collection's count),
-    train for ``epochs``, evaluate on one held-out instance per family; save to ``weights`` when
-    ``save``. Returns the timings and the held-out rows."""
-    torch.set_num_threads(1)  # small models: threads only add contention
-    per = per_family or COLLECTIONS["fmip_data"][1]
-    base = COLLECTIONS["fmip_data"][0]
-    t0 = time.perf_counter()
-    train = labelled([generate(f, base + k, **SIZES[f]) for f in FAMILIES for k in range(per)], label_time)
-    held = labelled([generate(f, base + 500, **SIZES[f]) for f in FAMILIES], label_time)
-    t_label = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    net = fmip.train_fmip(train, epochs=epochs, seed=seed, log=log)
-    t_train = time.perf_counter() - t0
+def held_out_rows(net: fmip.FMIPNet, held: list[tuple[MILPInstance, np.ndarray, np.ndarray]],
+                  seed: int = 0) -> list[dict[str, Any]]:
+    """One unguided and one guided sample of ``net`` per held-out ``(instance, LP, label)``: the
+    agreement of the sampled integers with the label, the raw sample's row violation, its objective."""
     rows = []
     for inst, x_lp, label in held:
         row: dict[str, Any] = {"family": inst.family, "instance": inst.name}
@@ -61,16 +51,53 @@ def run(*, per_family: int | None = None, epochs: int = 40, label_time: float = 
             row[f"{mode}_obj"] = inst.user_objective(s.values)
         row["label_obj"] = inst.user_objective(label)
         rows.append(row)
-    log(f"\nlabels {t_label:.1f}s  training {t_train:.1f}s  ({len(train)} instances, {epochs} epochs)")
+    return rows
+
+
+def _table(rows: list[dict[str, Any]], log: Callable[[str], None]) -> None:
     log(f"{'family':10s} {'acc(unguided)':>13s} {'acc(guided)':>11s} {'viol(ung.)':>10s} "
         f"{'viol(gui.)':>10s} {'obj(gui.)':>10s} {'label obj':>10s}")
     for r in rows:
         log(f"{r['family']:10s} {r['unguided_int_acc']:13.3f} {r['guided_int_acc']:11.3f} "
             f"{r['unguided_viol']:10.2f} {r['guided_viol']:10.2f} {r['guided_obj']:10.1f} {r['label_obj']:10.1f}")
-    result: dict[str, Any] = {"n_train": len(train), "epochs": epochs, "label_time_s": label_time,
+
+
+def run(*, per_family: int | None = None, epochs: int = 40, label_time: float = 2.0, seed: int = 0,
+        save: bool = True, weights: Path = fmip.WEIGHTS, compare: Path | None = None,
+        log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Label ``per_family`` instances of every family (default: the ``fmip_data`` collection's count),
+    train for ``epochs``, evaluate on one held-out instance per family; save to ``weights`` when
+    ``save``. ``compare``: earlier weights, evaluated on the same held-out instances first (before/after;
+    read before anything is written, so it may be ``weights`` itself). Returns the timings and the
+    held-out rows (``held_out_compare`` for ``compare``)."""
+    torch.set_num_threads(1)  # small models: threads only add contention
+    start = time.perf_counter()
+    before = fmip.load_model(compare) if compare is not None else None
+    per = per_family or COLLECTIONS["fmip_data"][1]
+    base = COLLECTIONS["fmip_data"][0]
+    t0 = time.perf_counter()
+    train = labelled([generate(f, base + k, **SIZES[f]) for f in FAMILIES for k in range(per)], label_time)
+    held = labelled([generate(f, base + 500, **SIZES[f]) for f in FAMILIES], label_time)
+    t_label = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    net = fmip.train_fmip(train, epochs=epochs, seed=seed, log=log)
+    t_train = time.perf_counter() - t0
+    rows = held_out_rows(net, held, seed)
+    log(f"\nlabels {t_label:.1f}s  training {t_train:.1f}s  ({len(train)} instances, {epochs} epochs)")
+    _table(rows, log)
+    result: dict[str, Any] = {"n_train": len(train), "per_family": per, "families": list(FAMILIES),
+                              "epochs": epochs, "label_time_s": label_time,
                               "label_s": t_label, "train_s": t_train, "held_out": rows}
+    if before is not None:
+        result["compare"] = str(compare)
+        result["held_out_compare"] = held_out_rows(before, held, seed)
+        log(f"\nthe same held-out instances with the earlier weights {compare}:")
+        _table(result["held_out_compare"], log)
+    result["wall_s"] = time.perf_counter() - start
     if save:
         fmip.save_model(net, weights, meta={"epochs": epochs, "n_train": len(train), "seed": seed,
-                                            "families": list(FAMILIES)})
+                                            "families": list(FAMILIES),
+                                            "sizes": {f: SIZES[f] for f in FAMILIES},
+                                            "per_family": per, "label_time_s": label_time})
         result["weights"] = str(weights)
     return result
