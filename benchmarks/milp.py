@@ -16,7 +16,8 @@ is reported beside it. ``separation`` gives, for each pair of methods, the mean 
 of the per-instance integral (averaged over seeds) with a 95 % t-interval over instances, and
 the same within each family over its (instance, seed) runs: an interval that excludes 0
 separates the two methods beyond seed and instance noise.
-Writes ``benchmarks/results/milp.json`` (``milp_quick.json`` with ``--quick``).
+Writes ``benchmarks/results/milp.json`` (``milp_quick.json`` with ``--quick``; with ``--fmip``
+``milp_fmip.json`` / ``milp_fmip_quick.json``, so the table without FMIP is kept).
 """
 
 from __future__ import annotations
@@ -134,7 +135,8 @@ def main(argv=None) -> dict:
            "seeds": args.seeds, "methods": methods, "table": table, "separation": separation,
            "rows": rows}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / ("milp_quick.json" if args.quick else "milp.json")).write_text(json.dumps(out, indent=1))
+    name = "milp" + ("_fmip" if args.fmip else "") + ("_quick" if args.quick else "")
+    (RESULTS / f"{name}.json").write_text(json.dumps(out, indent=1))
     return out
 
 
