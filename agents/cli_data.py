@@ -75,7 +75,9 @@ def train_radar(
     steps: int = typer.Option(600, "--steps", help="batches per n=20 variant"),
     steps50: int = typer.Option(300, "--steps50", help="fine-tuning batches at n=50 (0: none)"),
     seed: int = typer.Option(0, "--seed"),
-    variants: Optional[List[str]] = typer.Option(None, "--variant", help="variant(s) to train [default: all four]"),
+    variants: Optional[List[str]] = typer.Option(
+        None, "--variant", help="variant(s) to train: radar, no_sinkhorn, no_svd, no_svd_no_sinkhorn, "
+                                "matnet (MatNet's two-stream baseline) [default: all five]"),
     no_save: bool = typer.Option(False, "--no-save", help="do not write weights"),
     weights_dir: Optional[Path] = typer.Option(None, "--weights-dir",
                                                help="[default: the package's problems/routing/weights/]"),

@@ -2,11 +2,12 @@
 
     python -m benchmarks.train_radar [--quick] [--steps 600] [--steps50 300] [--seed 0]
     python -m benchmarks.train_radar --seed 1 --steps50 0 --no-save   # ablation, 2nd seed
+    python -m benchmarks.train_radar --variants matnet                # MatNet's two-stream baseline only
 
 The work is done by :mod:`hifo.problems.routing.radar_training` (variants, recipe: see there). Weights
 go to ``problems/routing/weights/`` (not with ``--quick`` or ``--no-save``); this wrapper also writes
-the curves to ``benchmarks/results/routing_radar_train[_quick|_seedS].json`` (the suffix ``_seedS``
-for a seed other than 0).
+the curves to ``benchmarks/results/routing_radar_train[_quick|_seedS][_VARIANTS].json`` (the suffix
+``_seedS`` for a seed other than 0, ``_VARIANTS`` when only some variants are trained).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ def main(argv: list[str] | None = None) -> dict:
     out = {"command": "python -m benchmarks.train_radar " + " ".join(argv if argv is not None else sys.argv[1:]),
            **out}
     suffix = "_quick" if args.quick else (f"_seed{args.seed}" if args.seed else "")
+    if not args.quick and list(args.variants) != list(VARIANTS):  # a subset: do not overwrite the full run's curves
+        suffix += "_" + "_".join(args.variants)
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"routing_radar_train{suffix}.json"
     path.write_text(json.dumps(out, indent=1), encoding="utf-8")

@@ -241,3 +241,10 @@ class RadarModel(nn.Module):
         for layer in self.layers:
             x = layer(x, cost_z, sinkhorn_iters)
         return x, cost_z
+
+    def encode_streams(self, cost: torch.Tensor, generator: torch.Generator | None = None, augment: bool = False,
+                       sinkhorn_iters: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The rollout interface shared with MatNet: (query embeddings, key embeddings, normalised
+        costs); RADAR's single stream serves as both."""
+        x, cost_z = self.encode(cost, generator, augment, sinkhorn_iters)
+        return x, x, cost_z

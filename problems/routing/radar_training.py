@@ -2,12 +2,14 @@
 ``hifo data train-radar`` (``python -m benchmarks.train_radar`` is a wrapper that also writes the curves
 to ``benchmarks/results/``).
 
-Four variants at n = 20 (same seed, same number of batches, batch 32, POMO 20):
+Five models at n = 20 (same seed, same number of batches, batch 32, POMO 20):
 
 * ``radar``         SVD initial embeddings + Sinkhorn attention (the full method);
 * ``no_sinkhorn``   SVD + row softmax;
 * ``no_svd``        MatNet's random one-hot initial embeddings + Sinkhorn;
 * ``no_svd_no_sinkhorn``  one-hot + softmax (MatNet-like single-stream baseline);
+* ``matnet``        MatNet's two-stream (row/column) encoder, :mod:`._matnet` (the baseline
+  RADAR's paper ablates against; CPU-sized, departures listed there);
 
 then ``radar`` is fine-tuned at n = 50 (batch 16) from its n = 20 weights. Each model is
 validated during training on 64 fixed tmat instances (greedy POMO, gap to LKH-3 via
@@ -29,14 +31,16 @@ import torch
 
 from ._atsp import random_tmat_instance
 from ._lkh import lkh_tour
+from ._matnet import MatNetConfig
 from ._radar import RadarConfig, RadarModel
 from ._radar_pomo import WEIGHTS_DIR, greedy_pomo, save_radar, train_radar
 
-VARIANTS: dict[str, dict[str, bool]] = {
-    "radar": dict(use_svd=True, use_sinkhorn=True),
-    "no_sinkhorn": dict(use_svd=True, use_sinkhorn=False),
-    "no_svd": dict(use_svd=False, use_sinkhorn=True),
-    "no_svd_no_sinkhorn": dict(use_svd=False, use_sinkhorn=False),
+VARIANTS: dict[str, RadarConfig | MatNetConfig] = {
+    "radar": RadarConfig(use_svd=True, use_sinkhorn=True),
+    "no_sinkhorn": RadarConfig(use_svd=True, use_sinkhorn=False),
+    "no_svd": RadarConfig(use_svd=False, use_sinkhorn=True),
+    "no_svd_no_sinkhorn": RadarConfig(use_svd=False, use_sinkhorn=False),
+    "matnet": MatNetConfig(),
 }
 VAL_SEED = {20: 900_000, 50: 950_000}  # disjoint from every evaluator seed
 
@@ -53,7 +57,7 @@ def validation_set(n: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
     return cost, torch.tensor(refs, dtype=torch.float32)
 
 
-def run_variant(name: str, cfg: RadarConfig, n: int, steps: int, batch: int, seed: int,
+def run_variant(name: str, cfg: RadarConfig | MatNetConfig, n: int, steps: int, batch: int, seed: int,
                 val: tuple[torch.Tensor, torch.Tensor], init: RadarModel | None = None,
                 log: Callable[[str], None] = print) -> tuple[dict[str, Any], RadarModel]:
     """Train one variant; its result row (gaps, wall time, curve) and the model."""
@@ -88,7 +92,7 @@ def run(*, steps: int = 600, steps50: int = 300, n_val: int = 64, seed: int = 0,
     val20 = validation_set(20, n_val)
     rows, trained = [], {}
     for name in variants:
-        row, model = run_variant(name, RadarConfig(**VARIANTS[name]), 20, steps, 32, seed, val20, log=log)
+        row, model = run_variant(name, VARIANTS[name], 20, steps, 32, seed, val20, log=log)
         rows.append(row)
         trained[name] = model
         if save:
@@ -96,7 +100,7 @@ def run(*, steps: int = 600, steps50: int = 300, n_val: int = 64, seed: int = 0,
     if steps50 > 0 and "radar" in variants:
         val50 = validation_set(50, max(n_val // 2, 1))
         init = copy.deepcopy(trained["radar"])  # curriculum: n = 50 starts from this run's n = 20 model
-        row, model = run_variant("radar", RadarConfig(**VARIANTS["radar"]), 50, steps50, 16, seed + 1,
+        row, model = run_variant("radar", VARIANTS["radar"], 50, steps50, 16, seed + 1,
                                  val50, init, log=log)
         row["init"] = "radar n=20 of this run"
         rows.append(row)
