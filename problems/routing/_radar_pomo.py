@@ -140,7 +140,7 @@ def train_radar(cfg: RadarConfig | MatNetConfig, n: int, *, seconds: float, batc
 
 
 @torch.no_grad()
-def greedy_pomo(model: RadarModel, cost: torch.Tensor, augmentations: int = 1, seed: int = 0) -> torch.Tensor:
+def greedy_pomo(model: RadarModel | MatNetModel, cost: torch.Tensor, augmentations: int = 1, seed: int = 0) -> torch.Tensor:
     """Best greedy POMO tour length per instance (B,), over ``augmentations`` encodings."""
     model.eval()
     gen = torch.Generator().manual_seed(seed)
@@ -168,7 +168,7 @@ class RadarSettings:
 
 
 @torch.no_grad()
-def radar_solve(model: RadarModel, distance_matrix: np.ndarray, settings: RadarSettings = RadarSettings(),
+def radar_solve(model: RadarModel | MatNetModel, distance_matrix: np.ndarray, settings: RadarSettings = RadarSettings(),
                 seed: int = 0) -> tuple[np.ndarray, float]:
     """Best tour over ``augmentations x len(start_nodes)`` rollouts, and its length under the
     given matrix. Augmentation 0 is the canonical encoding; the others flip SVD signs (or

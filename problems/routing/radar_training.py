@@ -31,7 +31,7 @@ import torch
 
 from ._atsp import random_tmat_instance
 from ._lkh import lkh_tour
-from ._matnet import MatNetConfig
+from ._matnet import MatNetConfig, MatNetModel
 from ._radar import RadarConfig, RadarModel
 from ._radar_pomo import WEIGHTS_DIR, greedy_pomo, save_radar, train_radar
 
@@ -58,8 +58,8 @@ def validation_set(n: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def run_variant(name: str, cfg: RadarConfig | MatNetConfig, n: int, steps: int, batch: int, seed: int,
-                val: tuple[torch.Tensor, torch.Tensor], init: RadarModel | None = None,
-                log: Callable[[str], None] = print) -> tuple[dict[str, Any], RadarModel]:
+                val: tuple[torch.Tensor, torch.Tensor], init: RadarModel | MatNetModel | None = None,
+                log: Callable[[str], None] = print) -> tuple[dict[str, Any], RadarModel | MatNetModel]:
     """Train one variant; its result row (gaps, wall time, curve) and the model."""
     t0 = time.perf_counter()
     model, curve = train_radar(cfg, n, seconds=float("inf"), max_steps=steps, batch_size=batch, lr=1e-3,
