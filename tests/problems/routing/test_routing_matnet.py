@@ -67,6 +67,22 @@ def test_row_stream_reads_the_matrix_and_column_stream_its_transpose():
     assert not torch.allclose(rows, rows_t, atol=1e-3) and not torch.allclose(cols, cols_t, atol=1e-3)
 
 
+def test_layer_swaps_streams_under_transposition_when_both_blocks_share_weights():
+    # with the column block a copy of the row block, a layer is symmetric: swapping the two
+    # streams and transposing D swaps its outputs. This holds only if the column stream reads
+    # D^T and both blocks read the layer's inputs (parallel update, as the official EncoderLayer).
+    layer = _model().double().layers[0]
+    layer.col_block.load_state_dict(layer.row_block.state_dict())
+    g = torch.Generator().manual_seed(11)
+    a = torch.randn(2, 7, SMALL.embedding_dim, generator=g, dtype=torch.float64)
+    b = torch.randn(2, 7, SMALL.embedding_dim, generator=g, dtype=torch.float64)
+    cost = scale_costs(tmat_batch(2, 7, torch.Generator().manual_seed(12))).double()
+    with torch.no_grad():
+        ra, cb = layer(a, b, cost)
+        rb, ca = layer(b, a, cost.transpose(1, 2))
+    assert torch.allclose(ra, ca, atol=1e-12) and torch.allclose(cb, rb, atol=1e-12)
+
+
 def _identity_mixer(attn: MixedScoreMHA) -> None:
     """Make the per-head MLP compute ``relu(s) - relu(-s) = s``, ignoring the cost input."""
     with torch.no_grad():
