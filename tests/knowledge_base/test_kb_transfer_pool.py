@@ -149,3 +149,17 @@ def test_malformed_pool_fields_change_nothing(tmp_path, kb, extra, message):
     with pytest.raises(ValueError, match=message):
         kb.import_json(path)
     assert kb.list(status=None) == []
+
+
+def test_a_near_duplicate_alias_keeps_its_use_but_no_inactive_mark(tmp_path, clock):
+    with KnowledgeBase(tmp_path / "a.sqlite", clock=clock) as src:
+        good, weak, *_ = _pooled(src, clock)
+        src.export_json(tmp_path / "kb.json")
+    with KnowledgeBase(tmp_path / "b.sqlite", clock=clock) as dst:
+        ours = dst.add("Penalise the long edges to unvisited cities.", [], "tsp_construct")
+        report = dst.import_json(tmp_path / "kb.json")
+        assert report["merged"] == 1 and dst.get(weak.id).merged_into == ours.id
+        assert dst.inactive() == []  # the alias is retired; our survivor stays in the pool
+        assert dst.pool_states()[weak.id] == "retired"
+        assert dst.used_on_all()[weak.id]["tsp_construct"]["uses"] == PROBATION_USES + 1
+        assert dst.helped_on(weak.id)["used_on"] == {}  # the survivor's own record: not used yet
