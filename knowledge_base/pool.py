@@ -135,6 +135,11 @@ class PoolMixin:
             return {pid: pool_state(status, n, bool(off)) for pid, status, n, off in conn.execute(
                 "SELECT id, status, credit_n, id IN (" + _INACTIVE + ") FROM principles ORDER BY id")}
 
+    def pool_counts(self) -> dict[str, int]:
+        """How many active principles are on probation, and how many the cap moved out of recall."""
+        states = list(self.pool_states().values())
+        return {"probation": states.count("probation"), "inactive": states.count("inactive")}
+
     def used_on_all(self) -> dict[str, dict[str, dict[str, Any]]]:
         """Per-problem use of every principle that was credited on a named problem (`helped_on`'s
         ``used_on``, for all of them at once)."""

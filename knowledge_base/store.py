@@ -347,6 +347,7 @@ class KnowledgeBase(pool.PoolMixin):
 
     def stats(self) -> dict[str, Any]:
         """Counts and aggregates, JSON-serialisable."""
+        counts = self.pool_counts()
         with self._read() as conn:
             def scalar(sql: str) -> Any:
                 return conn.execute(sql).fetchone()[0]
@@ -357,6 +358,7 @@ class KnowledgeBase(pool.PoolMixin):
                 "principles": scalar("SELECT count(*) FROM principles"),
                 "active": scalar("SELECT count(*) FROM principles WHERE status = 'active'"),
                 "retired": scalar("SELECT count(*) FROM principles WHERE status = 'retired'"),
+                **counts,  # of the active ones: on probation, moved out of recall by the cap
                 "merged": scalar("SELECT count(*) FROM principles WHERE merged_into IS NOT NULL"),
                 "provenance_records": scalar("SELECT count(*) FROM provenance"),
                 "uses": scalar("SELECT coalesce(sum(uses), 0) FROM principles"),

@@ -91,3 +91,9 @@ def test_show_of_an_unused_principle_says_so(kb_path, clock):
     result = invoke("show", p.id, "--kb", kb_path)
     assert result.exit_code == 0 and "Not used on any problem yet." in result.output
     assert "probation" in result.output
+
+
+def test_stats_count_probation_and_inactive(pooled):
+    path, *_ = pooled
+    stats = json.loads(invoke("stats", "--kb", path, "--json").stdout)
+    assert (stats["active"], stats["probation"], stats["inactive"], stats["retired"]) == (3, 1, 1, 1)
