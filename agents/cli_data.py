@@ -145,3 +145,19 @@ def optwvp_refs(
         mod.make_optwvp_refs(milp_limit, ils_runs, out=out or mod.REFS_PATH, log=_log)
     except ValueError as exc:
         _fail(str(exc))
+
+
+@data_app.command("toptwvp-refs")
+def toptwvp_refs(
+    milp_limit: float = typer.Option(60.0, "--milp-limit", help="HiGHS seconds per instance"),
+    ils_runs: int = typer.Option(1, "--ils-runs", help="team-ILS runs per instance (the check)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o",
+                                       help="[default: the evaluator's data/optwvp/toptwvp_refs.json]"),
+) -> None:
+    """Best-known values of toptwvp_route (HiGHS MILP with m vehicles, the team ILS as a check)."""
+    from hifo.evaluators import toptwvp_refs as mod
+
+    try:
+        mod.make_toptwvp_refs(milp_limit, ils_runs, out=out or mod.REFS_PATH, log=_log)
+    except ValueError as exc:
+        _fail(str(exc))
