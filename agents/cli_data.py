@@ -2,6 +2,7 @@
 
 Registered on the app in :mod:`agents.cli`. The work is done by the installed package
 (:mod:`hifo.evaluators.tsp_refs`, :mod:`~hifo.evaluators.routing_refs`, :mod:`~hifo.evaluators.optwvp_refs`,
+:mod:`~hifo.evaluators.toptwvp_refs`,
 :mod:`hifo.problems.routing.radar_training`, :mod:`hifo.problems.milp.fmip_training`); the scripts
 ``benchmarks/make_tsp_refs.py``, ``train_radar.py``, ``train_fmip.py`` and the ``--make-refs`` options of
 ``benchmarks/routing.py`` and ``optwvp.py`` are wrappers (the first three also keep their result files under
