@@ -19,7 +19,7 @@ runner = CliRunner()
 def test_data_help_lists_the_tools():
     res = runner.invoke(app, ["data", "--help"])
     assert res.exit_code == 0, res.output
-    tools = ("tsp-refs", "train-radar", "train-fmip", "routing-refs", "optwvp-refs")
+    tools = ("tsp-refs", "train-radar", "train-fmip", "routing-refs", "optwvp-refs", "toptwvp-refs")
     for name in tools:
         assert name in res.output
     top = runner.invoke(app, ["--help"])

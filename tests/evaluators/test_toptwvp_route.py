@@ -114,3 +114,17 @@ def test_a_failing_heuristic_raises_in_solve(ev):
     inst = ev.load_instances("train")[0]
     with pytest.raises(ValueError, match="shape"):
         ev.solve(lambda **kw: np.zeros(2), inst)
+
+
+def test_the_refs_maker_reproduces_a_stored_record(tmp_path):
+    from hifo.evaluators.toptwvp_refs import make_toptwvp_refs
+
+    name, n, m, seed = instance_specs()["train"][0]
+    made = make_toptwvp_refs(milp_limit=30, ils_runs=1, specs={"train": [(name, n, m, seed)]},
+                             out=tmp_path / "refs.json", log=lambda _: None)
+    new, old = made["instances"][name], json.loads(REFS_PATH.read_text())["instances"][name]
+    assert json.loads((tmp_path / "refs.json").read_text())["instances"][name]["best"] == new["best"]
+    assert new["source"] == old["source"] == "milp-optimal" and new["coords_sum"] == old["coords_sum"]
+    assert new["best"] == pytest.approx(old["best"], rel=1e-6)
+    with pytest.raises(ValueError, match="ils_runs"):
+        make_toptwvp_refs(ils_runs=0, out=tmp_path / "x.json")
