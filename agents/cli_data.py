@@ -80,13 +80,22 @@ def train_radar(
     no_save: bool = typer.Option(False, "--no-save", help="do not write weights"),
     weights_dir: Optional[Path] = typer.Option(None, "--weights-dir",
                                                help="[default: the package's problems/routing/weights/]"),
+    acvrp_steps: int = typer.Option(0, "--acvrp-steps",
+                                    help="train only the ACVRP model (n = 20, capacity 30) for this many batches "
+                                         "of 32 (radar_acvrp20.pt; 300 for the packaged one)"),
     results: Optional[Path] = typer.Option(None, "--results", help=_RESULTS_HELP),
 ) -> None:
-    """Train the small RADAR models (ATSP, CPU, minutes) the radar_tune evaluator loads, with the ablation."""
+    """Train the small RADAR models (ATSP, CPU, minutes) the radar_tune evaluator loads, with the ablation;
+    with --acvrp-steps, the ACVRP model instead."""
     _need("torch", "pip install torch")
-    _need("elkai", "pip install elkai")
     from hifo.problems.routing import radar_training as mod
 
+    if acvrp_steps > 0:
+        summary = mod.train_acvrp(steps=acvrp_steps, seed=seed, save=not (quick or no_save),
+                                  weights_dir=weights_dir or mod.WEIGHTS_DIR, log=_log)
+        _write(results, summary)
+        return
+    _need("elkai", "pip install elkai")
     s, s50, nval = (20, 10, 16) if quick else (steps, steps50, 64)
     try:
         summary = mod.run(steps=s, steps50=s50, n_val=nval, seed=seed, variants=tuple(variants or mod.VARIANTS),
