@@ -46,10 +46,9 @@ SETS: dict[str, tuple[tuple[int, int, int, int], ...]] = {
 
 _DOCSTRING = """Scores candidate insertions while the routes of a vehicle team are built (TOPTWVP).
 
-`vehicles` routes are built at once. One array entry per feasible candidate: inserting customer
-`node` at `position` of route `vehicle` (position 0 = right after the depot); customers already
-on a route are not candidates. Service durations are 0 while the routes are built; stage 2 later
-gives every visited customer its optimal service time, route by route.
+One array entry per feasible candidate: inserting customer `node` at `position` of route
+`vehicle` (0 = right after the depot). Service durations are 0 while the routes are built;
+afterwards each visited customer gets its optimal service time.
 
 Args:
     node: Customer index of each candidate (np.ndarray of int).
@@ -132,17 +131,15 @@ class TOPTWVPRoute(Evaluator):
 
     name = "toptwvp_route"
     description = (
-        "Team orienteering problem with time windows and variable profits (TOPTWVP). m identical "
-        "vehicles leave a depot at time 0 and must be back by a horizon; travel times are Euclidean "
-        "distances. Each customer has a time window in which its service must start and a profit "
-        "rate: serving it for d time units (0 <= d <= window width) earns rate * d; each customer is "
-        "served by at most one vehicle. The m routes are built together by greedy insertion: at every "
-        "step each feasible (customer, route, position) insertion is scored by a heuristic and the "
-        "best is made, so the heuristic decides which vehicle takes a customer as well as where; "
-        "afterwards the service times of each route are set optimally, and each route keeps its "
-        "best intermediate state. Inserting a customer costs travel and delay that reduce the "
-        "service time available on that route, so longer routes are not better. Design the "
-        "insertion scoring function so that the optimised team earns as much profit as possible."
+        "Team orienteering problem with time windows and variable profits (TOPTWVP). m vehicles leave a "
+        "depot at time 0 and must be back by a horizon; travel times are Euclidean distances. Each "
+        "customer has a time window in which its service must start and a profit rate: serving it for d "
+        "time units (0 <= d <= window width) earns rate * d; at most one vehicle serves it. The m routes "
+        "are built together by greedy insertion: each step scores every feasible (customer, route, "
+        "position) insertion and makes the best, so the heuristic also picks the vehicle; then each "
+        "route's service times are set optimally and each route keeps its best intermediate state. "
+        "Insertions cost travel and delay that take service time from the rest of their route. Design "
+        "the insertion scoring function so that the team earns as much profit as possible."
     )
     direction = "minimize"
     primary_metric = "gap_percent"
