@@ -41,8 +41,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ._transformer import transformer_parts
+
 METHODS = ("backprop", "dfa", "grape")
-MODELS = ("mlp", "cnn")
+MODELS = ("mlp", "cnn", "transformer")
 AnchorRule = Callable[[int, int, list, list, int], bool]
 # torch's forward-AD levels are process-global, not per thread: two threads inside torch.func.jvp at once
 # (the agent scores candidates in parallel threads) corrupt each other's level. Serialise the JVPs.
@@ -64,7 +66,8 @@ def digits_split() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tens
 
 
 class Net(nn.Module):
-    """Hidden blocks + linear head. ``mlp``: 64-128-128-10 (tanh); ``cnn``: conv3x3(8) - conv3x3/2(16) - 10."""
+    """Hidden blocks + linear head. ``mlp``: 64-128-128-10 (tanh); ``cnn``: conv3x3(8) - conv3x3/2(16) - 10;
+    ``transformer``: 8 row tokens, d=32, 2 heads, 2 pre-LN blocks, mean pool - 10 (:mod:`._transformer`)."""
 
     def __init__(self, kind: str, seed: int):
         super().__init__()
@@ -82,6 +85,8 @@ class Net(nn.Module):
                 nn.Sequential(nn.Unflatten(1, (1, 8, 8)), nn.Conv2d(1, 8, 3, padding=1), nn.Tanh()),
                 nn.Sequential(nn.Conv2d(8, 16, 3, stride=2, padding=1), nn.Tanh(), nn.Flatten())])
             self.head = nn.Linear(256, 10)
+        elif kind == "transformer":
+            self.blocks, self.head = transformer_parts()
         else:
             raise ValueError(f"unknown model {kind!r}; known: {', '.join(MODELS)}")
         self.kind = kind
