@@ -16,15 +16,18 @@ GrAPE keeps that structure but *learns* ``B_l`` so that it follows the true Jaco
 * **anchor steps**: on an occasional mini-batch the weights take a true backprop step instead
   (the *anchor schedule* decides when; :mod:`hifo.evaluators.grape_anchor` evolves it).
 
-Baselines: ``backprop`` (exact gradients every step) and ``dfa`` (fixed random ``B_l``). Models: an MLP
-and a small CNN on scikit-learn's 8x8 digits (on disk; nothing is downloaded). Metrics: test accuracy
+Baselines: ``backprop`` (exact gradients every step) and ``dfa`` (fixed random ``B_l``). Models: an MLP,
+a small CNN and a tiny transformer (each image's 8 rows as tokens; each transformer block is one GrAPE layer
+with its own ``B_l`` over its whole ``8 x 32`` output) on scikit-learn's 8x8 digits (on disk; nothing is
+downloaded). Metrics: test accuracy
 against steps, the cosine of the method's weight update direction with the true gradient on the same
 mini-batch, and the fraction of layer-parallel (non-anchor) steps.
 
 Departures from the paper (no official code was found): the paper aligns feedback with forward
 gradients in larger CNNs/transformers on CIFAR-scale data and uses its own learning-rate settings; here
 everything is CPU-scale (digits, <= a few hundred steps), forward weights use Adam in every method, the
-output layer always takes its exact local gradient (as in DFA), and the tiny transformer is not built.
+output layer always takes its exact local gradient (as in DFA), and the tiny transformer has two blocks of
+width 32 (the embedding is trained inside the first block's layer, not as a layer of its own).
 """
 
 from __future__ import annotations
