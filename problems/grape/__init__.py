@@ -79,6 +79,7 @@ class Net(nn.Module):
             self._build(kind)
 
     def _build(self, kind: str) -> None:
+        self.head: nn.Module
         if kind == "mlp":
             self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(64, 128), nn.Tanh()),
                                          nn.Sequential(nn.Linear(128, 128), nn.Tanh())])

@@ -59,6 +59,6 @@ def transformer_parts(d: int = 32, heads: int = 2, d_mlp: int = 64,
                       depth: int = 2) -> tuple[nn.ModuleList, nn.Module]:
     """The hidden blocks (block 0 = embedding + first transformer block; each later block one transformer
     block; every block's output ``(B, 8, d)`` is one GrAPE "layer") and the head (mean pool + linear)."""
-    blocks = [nn.Sequential(RowEmbed(d), Block(d, heads, d_mlp))]
+    blocks: list[nn.Module] = [nn.Sequential(RowEmbed(d), Block(d, heads, d_mlp))]
     blocks += [Block(d, heads, d_mlp) for _ in range(depth - 1)]
     return nn.ModuleList(blocks), nn.Sequential(MeanPool(), nn.Linear(d, 10))
