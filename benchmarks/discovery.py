@@ -2,7 +2,11 @@
 
     python -m benchmarks.discovery [--calls 16] [--seeds 0] [--problems bpp_online tsp_construct]
                                    [--arms ...] [--model local] [--out benchmarks/results/discovery.json]
-                                   [--plot benchmarks/results/discovery.png]
+                                   [--plot benchmarks/results/discovery.png] [--work DIR] [--resume]
+
+Every finished (problem, arm, seed) is appended at once to ``--out`` with ``.rows.jsonl``; ``--resume``
+reuses those rows (same ``--calls``) and runs only the missing ones, so a long run survives a crash or
+can be spread over several sittings.
 
 Arms (every arm: the same model, ``--calls`` model calls, population 4, 4 offspring per generation,
 no constant-tuning operator so that only model calls buy candidates, a fresh knowledge base unless
@@ -13,9 +17,12 @@ said otherwise):
 * ``no_hindsight``  ``recall_k = 0`` and no distillation: no principle reaches a prompt;
 * ``no_foresight``  ``foresight = False``: no regime, no directive, fixed operator weights;
 * ``eoh``           EoH mode: neither hindsight nor foresight, only EoH's operators E1, E2, M1, M2
-                    drawn uniformly (``operators``), EoH's rank-based parent selection
-                    (p(rank r) ~ 1/(r + n)) and survival of the best ``population`` (hifo's select
-                    additionally demotes behavioural clones, where EoH drops equal objectives);
+                    drawn uniformly (``operators``) and EoH's selection (``selection = "eoh"``,
+                    `hifo.agents.eoh_selection`, as in the official code): survivors are the best
+                    ``population`` with distinct objectives (an equal objective is dropped), parents
+                    are drawn with replacement with p(rank r) ~ 1/(r + 1 + n).  Still hifo's: one
+                    operator drawn per offspring and selection once per generation (EoH runs each
+                    operator over the population in turn and selects after each);
 * ``best_of_n``     repeated sampling without evolution: generation 0 only, ``--calls`` samples;
 * ``transfer``      (tsp_construct only) ``full``, starting from a copy of the knowledge base that the
                     ``full`` arm of ``bpp_online`` with the same seed left (it must run in the same
@@ -57,7 +64,8 @@ ARMS: dict[str, dict[str, Any]] = {
     "full": {},
     "no_hindsight": {"recall_k": 0, "distill": False},
     "no_foresight": {"foresight": False},
-    "eoh": {"recall_k": 0, "distill": False, "foresight": False, "operators": ["e1", "e2", "m1", "m2"]},
+    "eoh": {"recall_k": 0, "distill": False, "foresight": False, "operators": ["e1", "e2", "m1", "m2"],
+            "selection": "eoh"},
     "best_of_n": {"generations": 0},
     "transfer": {},  # full, on a copy of the bpp_online full arm's knowledge base (see run_all)
 }
@@ -144,19 +152,52 @@ def measure(run_dir: Path, summary: dict[str, Any], kb_path: Path, executor: Any
             "stop_reason": summary.get("stop_reason")}
 
 
+def load_done(path: Path | None, calls: int) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """Rows already finished by an earlier invocation (``--resume``): one JSON object per line of the
+    checkpoint file, keyed by (problem, arm, seed); rows of another ``--calls`` budget are ignored."""
+    done: dict[tuple[str, str, int], dict[str, Any]] = {}
+    if path is None or not path.exists():
+        return done
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:  # a line cut by a crash while it was written
+            print(f"checkpoint {path} line {n} unreadable ({exc}); that arm runs again")
+            continue
+        if row.get("calls_budget") == calls:
+            done[(row["problem"], row["arm"], row["seed"])] = row
+    return done
+
+
 def run_all(problems: list[str], seeds: list[int], calls: int, model: str, work: Path,
             client_factory: Callable[[], Any] | None = None, arms: list[str] | None = None,
-            log: Callable[[str], None] = print, **extra: Any) -> dict[str, Any]:
+            log: Callable[[str], None] = print, checkpoint: Path | None = None, resume: bool = False,
+            **extra: Any) -> dict[str, Any]:
+    """Run every (problem, arm, seed).  With ``checkpoint`` each finished row is appended to that JSONL
+    file at once (nothing finished is lost on a crash); with ``resume`` rows already there are reused
+    and only the missing arms run (their run folders and knowledge bases under ``work`` start afresh).
+    A ``transfer`` arm still needs the knowledge base of ``bpp_online`` ``full`` in ``work``."""
+    import shutil
+
     from hifo.evaluators.registry import get_evaluator
     from hifo.sandbox import LocalExecutor
 
     rows = []
     n_transferred = 0
+    done = load_done(checkpoint, calls) if resume else {}
     with LocalExecutor(max_workers=2) as ex:
         for problem in problems:
             for arm in [a for a in PROBLEM_ARMS[problem] if arms is None or a in arms]:
                 for seed in seeds:
+                    if (problem, arm, seed) in done:
+                        rows.append(done[(problem, arm, seed)])
+                        log(f"{problem:<14}{arm:<14}seed {seed}: reused from {checkpoint}")
+                        continue
                     cfg = arm_config(problem, arm, seed, calls, model, work, **extra)
+                    shutil.rmtree(cfg.run_dir or "", ignore_errors=True)  # an arm cut short starts again
+                    Path(cfg.kb or "").unlink(missing_ok=True)
                     if arm == "transfer":  # start from what the bpp_online full arm (same seed) left
                         src = Path(arm_config("bpp_online", "full", seed, calls, model, work, **extra).kb or "")
                         if not src.exists():
@@ -178,7 +219,12 @@ def run_all(problems: list[str], seeds: list[int], calls: int, model: str, work:
                            **measure(run_dir, summary, Path(cfg.kb or ""), ex, test_set)}
                     if arm == "transfer":
                         row["principles_transferred"] = n_transferred
+                    row["calls_budget"] = calls
                     rows.append(row)
+                    if checkpoint is not None:
+                        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+                        with checkpoint.open("a") as fh:
+                            fh.write(json.dumps(row, default=str) + "\n")
                     log(f"{problem:<14}{arm:<14}seed {seed}: calls {row['model_calls']:>3}  valid "
                         f"{row['valid']}/{row['replies']}  best {row['best_train']}  (baseline "
                         f"{row['best_baseline']} {row['best_baseline_train']})  beat={row['beat_baseline_on_train']}"
@@ -246,9 +292,19 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--plot", type=Path, default=None, help="PNG of test objective against model calls per arm "
                     "(default: --out with .png)")
+    ap.add_argument("--work", type=Path, default=None, help="keep run folders and knowledge bases here "
+                    "(default: a temporary folder); needed by --resume when a transfer arm is still to run")
+    ap.add_argument("--resume", action="store_true", help="reuse the rows of the checkpoint (--out with "
+                    ".rows.jsonl) written by an earlier invocation with the same --calls; run only the rest")
     args = ap.parse_args(argv)
+    checkpoint = args.out.with_suffix(".rows.jsonl")
+    if not args.resume:
+        checkpoint.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="hifo-discovery-") as tmp:
-        result = run_all(args.problems, args.seeds, args.calls, args.model, Path(tmp), arms=args.arms)
+        work = args.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        result = run_all(args.problems, args.seeds, args.calls, args.model, work, arms=args.arms,
+                         checkpoint=checkpoint, resume=args.resume)
     result.update({"calls_per_arm": args.calls, "seeds": args.seeds, "model": args.model,
                    "machine": platform.platform(), "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                    "not_covered": [f"about 120 calls per arm and 3 seeds (this run: {args.calls} calls, "

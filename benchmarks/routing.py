@@ -185,7 +185,7 @@ def _radar_acvrp_rows(table: list, label: str, insts: list, quick: bool) -> None
 
     path = WEIGHTS_DIR / "radar_acvrp20.pt"
     if not path.exists():
-        print(f"  (no {path.name}: python -m benchmarks.train_radar --acvrp-steps N)")
+        print(f"  (no {path.name}: hifo data train-radar --acvrp-steps N)")
         return
     model = load_radar_cvrp(path)
     for key, kw in RADAR_ACVRP_PROTOCOLS.items():

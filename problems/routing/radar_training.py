@@ -17,6 +17,10 @@ elkai). Learning rate 1e-3 (the official 4e-4 learns too slowly for a few minute
 otherwise the official recipe (Adam, weight decay 1e-6, logit clipping 10, shared
 baseline). Weights go to ``weights_dir`` (default: the package's ``problems/routing/weights/``, which
 the ``radar_tune`` evaluator reads), not with ``quick`` or ``save=False``. Needs ``torch`` and ``elkai``.
+
+:func:`train_acvrp` (``hifo data train-radar --acvrp-steps N``) trains the ACVRP model instead
+(:mod:`._radar_cvrp`: n = 20 customers, capacity 30, batch 32, lr 1e-3, the default RADAR config) and
+saves it as ``radar_acvrp20.pt``, which ``python -m benchmarks.routing`` reads; it needs only ``torch``.
 """
 
 from __future__ import annotations
@@ -107,3 +111,30 @@ def run(*, steps: int = 600, steps50: int = 300, n_val: int = 64, seed: int = 0,
         if save:
             save_radar(model, Path(weights_dir) / "radar_atsp50_radar.pt", {k: row[k] for k in row if k != "curve"})
     return {"torch": torch.__version__, "threads": 1, "seed": seed, "rows": rows}
+
+
+ACVRP_N, ACVRP_CAPACITY, ACVRP_BATCH, ACVRP_LR = 20, 30, 32, 1e-3
+
+
+def train_acvrp(*, steps: int, seed: int = 0, save: bool = True, weights_dir: Path = WEIGHTS_DIR,
+                log: Callable[[str], None] = print) -> dict[str, Any]:
+    """RADAR on ACVRP (n = 20, capacity 30) for ``steps`` batches of 32 (POMO REINFORCE, shared
+    baseline); saves ``weights_dir / radar_acvrp20.pt`` when ``save``; returns the result row with its
+    training curve (best-of-POMO train length every 20 batches)."""
+    from ._radar_cvrp import save_radar_cvrp, train_radar_cvrp
+
+    if steps < 1:
+        raise ValueError("steps must be at least 1")
+    torch.set_num_threads(1)  # the machine may be shared; one core per training run
+    t0 = time.process_time()
+    model, curve = train_radar_cvrp(RadarConfig(), ACVRP_N, ACVRP_CAPACITY, seconds=float("inf"),
+                                    batch_size=ACVRP_BATCH, lr=ACVRP_LR, max_steps=steps, seed=seed)
+    cpu = time.process_time() - t0
+    row = {"n": ACVRP_N, "capacity": ACVRP_CAPACITY, "steps": steps, "batch": ACVRP_BATCH, "lr": ACVRP_LR,
+           "train_cpu_s": round(cpu, 1), "config": RadarConfig().to_dict(), "curve": curve}
+    log(f"acvrp20: {steps} steps, {cpu:.0f} CPU s, best-of-POMO train length {curve[0]['best_len']:.3f} -> "
+        f"{curve[-1]['best_len']:.3f}")
+    if save:
+        Path(weights_dir).mkdir(parents=True, exist_ok=True)
+        save_radar_cvrp(model, Path(weights_dir) / "radar_acvrp20.pt", {k: row[k] for k in row if k != "curve"})
+    return {"torch": torch.__version__, "threads": 1, "seed": seed, "rows": [row]}

@@ -1,6 +1,9 @@
 """benchmarks/discovery.py with the scripted model: every arm runs to its call budget and is measured."""
 
+import json
+
 from benchmarks.discovery import run_all
+from hifo.agents.eoh_selection import pop_greedy
 
 
 def test_arms_run_to_equal_calls_and_are_measured(tmp_path, make_fake_model):
@@ -51,6 +54,18 @@ def test_eoh_tsp_and_transfer_arms_with_test_curves_and_plot(tmp_path, make_fake
         ops = {c.operator for c in store.candidates(not_operator="baseline") if c.generation > 0}
         assert ops and ops <= {"e1", "e2", "m1", "m2", "repair"}
         assert all(not p["principle_ids"] for p in store.prompts())
+        # ... and EoH's survivors: each generation keeps pop_greedy of the population and its new candidates
+        events = [json.loads(x) for x in (tmp_path / "bpp_online-eoh-0" / "events.jsonl").read_text().splitlines()]
+        selects = [e for e in events if e["kind"] == "select"]
+        assert len(selects) >= 2
+        population: list[str] = []
+        for e in selects:
+            new = [c for c in store.candidates(generation=e["generation"], status="evaluated") if c.ok]
+            pool = list({c.id: c for c in [store.candidate(i) for i in population] + new}.values())
+            assert e["population"] == [c.id for c in pop_greedy(pool, 4, lambda c: c.fitness)]
+            fits = [store.candidate(i).fitness for i in e["population"]]
+            assert len(set(fits)) == len(fits)
+            population = e["population"]
     finally:
         store.close()
     # transfer: the tsp run started from what the bpp run left
@@ -58,3 +73,28 @@ def test_eoh_tsp_and_transfer_arms_with_test_curves_and_plot(tmp_path, make_fake
     png = plot(out["rows"], tmp_path / "d.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert discovery.PROBLEM_ARMS["tsp_construct"] == ["full", "eoh", "transfer"]
+
+
+def test_checkpoint_keeps_finished_arms_and_resume_runs_only_the_rest(tmp_path, make_fake_model):
+    import json
+
+    ck = tmp_path / "d.rows.jsonl"
+    log: list[str] = []
+    first = run_all(["bpp_online"], [0], 6, "fake", tmp_path / "w", client_factory=make_fake_model,
+                    arms=["best_of_n"], log=log.append, test_set="train", checkpoint=ck)
+    lines = ck.read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["arm"] == "best_of_n"
+    ck.write_text(ck.read_text() + '{"problem": "bpp_online", "arm": "full", "se')  # a line cut by a crash
+    log.clear()
+    second = run_all(["bpp_online"], [0], 6, "fake", tmp_path / "w", client_factory=make_fake_model,
+                     arms=["best_of_n", "no_foresight"], log=log.append, test_set="train", checkpoint=ck,
+                     resume=True)
+    assert any("reused" in m and "best_of_n" in m for m in log)  # not run again ...
+    assert not any("reused" in m and "no_foresight" in m for m in log)  # ... the missing arm ran
+    assert [r for r in second["rows"] if r["arm"] == "best_of_n"] == first["rows"]
+    assert {r["arm"] for r in second["rows"]} == {"best_of_n", "no_foresight"}
+    # another budget does not reuse the rows
+    log.clear()
+    run_all(["bpp_online"], [0], 5, "fake", tmp_path / "w", client_factory=make_fake_model,
+            arms=["best_of_n"], log=log.append, test_set="train", checkpoint=ck, resume=True)
+    assert not any("reused" in m for m in log)
