@@ -2,6 +2,7 @@
 
 Registered on the app in :mod:`agents.cli`. The work is done by the installed package
 (:mod:`hifo.evaluators.tsp_refs`, :mod:`~hifo.evaluators.routing_refs`, :mod:`~hifo.evaluators.optwvp_refs`,
+:mod:`~hifo.evaluators.toptwvp_refs`,
 :mod:`hifo.problems.routing.radar_training`, :mod:`hifo.problems.milp.fmip_training`); the scripts
 ``benchmarks/make_tsp_refs.py``, ``train_radar.py``, ``train_fmip.py`` and the ``--make-refs`` options of
 ``benchmarks/routing.py`` and ``optwvp.py`` are wrappers (the first three also keep their result files under
@@ -75,17 +76,28 @@ def train_radar(
     steps: int = typer.Option(600, "--steps", help="batches per n=20 variant"),
     steps50: int = typer.Option(300, "--steps50", help="fine-tuning batches at n=50 (0: none)"),
     seed: int = typer.Option(0, "--seed"),
-    variants: Optional[List[str]] = typer.Option(None, "--variant", help="variant(s) to train [default: all four]"),
+    variants: Optional[List[str]] = typer.Option(
+        None, "--variant", help="variant(s) to train: radar, no_sinkhorn, no_svd, no_svd_no_sinkhorn, "
+                                "matnet (MatNet's two-stream baseline) [default: all five]"),
     no_save: bool = typer.Option(False, "--no-save", help="do not write weights"),
     weights_dir: Optional[Path] = typer.Option(None, "--weights-dir",
                                                help="[default: the package's problems/routing/weights/]"),
+    acvrp_steps: int = typer.Option(0, "--acvrp-steps",
+                                    help="train only the ACVRP model (n = 20, capacity 30) for this many batches "
+                                         "of 32 (radar_acvrp20.pt; 300 for the packaged one)"),
     results: Optional[Path] = typer.Option(None, "--results", help=_RESULTS_HELP),
 ) -> None:
-    """Train the small RADAR models (ATSP, CPU, minutes) the radar_tune evaluator loads, with the ablation."""
+    """Train the small RADAR models (ATSP, CPU, minutes) the radar_tune evaluator loads, with the ablation;
+    with --acvrp-steps, the ACVRP model instead."""
     _need("torch", "pip install torch")
-    _need("elkai", "pip install elkai")
     from hifo.problems.routing import radar_training as mod
 
+    if acvrp_steps > 0:
+        summary = mod.train_acvrp(steps=acvrp_steps, seed=seed, save=not (quick or no_save),
+                                  weights_dir=weights_dir or mod.WEIGHTS_DIR, log=_log)
+        _write(results, summary)
+        return
+    _need("elkai", "pip install elkai")
     s, s50, nval = (20, 10, 16) if quick else (steps, steps50, 64)
     try:
         summary = mod.run(steps=s, steps50=s50, n_val=nval, seed=seed, variants=tuple(variants or mod.VARIANTS),
@@ -144,5 +156,21 @@ def optwvp_refs(
 
     try:
         mod.make_optwvp_refs(milp_limit, ils_runs, out=out or mod.REFS_PATH, log=_log)
+    except ValueError as exc:
+        _fail(str(exc))
+
+
+@data_app.command("toptwvp-refs")
+def toptwvp_refs(
+    milp_limit: float = typer.Option(60.0, "--milp-limit", help="HiGHS seconds per instance"),
+    ils_runs: int = typer.Option(1, "--ils-runs", help="team-ILS runs per instance (the check)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o",
+                                       help="[default: the evaluator's data/optwvp/toptwvp_refs.json]"),
+) -> None:
+    """Best-known values of toptwvp_route (HiGHS MILP with m vehicles, the team ILS as a check)."""
+    from hifo.evaluators import toptwvp_refs as mod
+
+    try:
+        mod.make_toptwvp_refs(milp_limit, ils_runs, out=out or mod.REFS_PATH, log=_log)
     except ValueError as exc:
         _fail(str(exc))

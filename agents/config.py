@@ -53,6 +53,10 @@ class RunConfig(BaseModel):
     operators: list[Literal["e1", "e2", "m1", "m2", "m3"]] | None = Field(
         None, description="only these evolution operators, drawn uniformly (EoH mode of benchmarks/discovery.py: "
                           "e1 e2 m1 m2); default: all, weighted by the foresight regime")
+    selection: Literal["hifo", "eoh"] = Field(
+        "hifo", description="survivors and parents: hifo = best first, behavioural clones demoted to leftover slots, "
+                            "parents without replacement with p(rank r) ~ 1/(r + n); eoh = EoH's pop_greedy (equal "
+                            "objectives dropped) and prob_rank parents, see hifo.agents.eoh_selection")
     model_principles: Literal["auto", "on", "off"] = Field(
         "auto", description="model-written principles: auto = on for chat models, off for base models")
     recall_min_utility: float = Field(-0.25, ge=-1, le=1, description="hide principles below this utility "

@@ -21,6 +21,7 @@ from hifo.agents.llm.base import ModelUnavailable
 from hifo.agents.code import check_source, find_constants, normalized_hash
 from hifo.agents.foresight import decide, without_foresight
 from hifo.agents.llm.base import BudgetExceeded, LLMError
+from hifo.agents.eoh_selection import choose_parents
 from hifo.agents.prompting import LLM_OPERATORS, N_PARENTS, render_operator
 from hifo.agents.distill import DISTILL_ERROR_CHARS, DistillNode, _view
 from hifo.agents.pipeline import EarlyEvaluations, GenerationClock
@@ -115,14 +116,18 @@ class SearchNodes(DistillNode, SelectNode):
         ops = [o for o in LLM_OPERATORS if o != "i1" and (self.cfg.operators is None or o in self.cfg.operators)]
         w = np.array([state["weights"].get(o, 0.0) if self.cfg.operators is None else 1.0 for o in ops], dtype=float)
         w = w / w.sum()
-        # EoH's rank-based parent selection: p(rank r) ~ 1 / (r + n)
+        # rank-based parent selection, p(rank r) ~ 1 / (r + n), distinct parents; selection = "eoh":
+        # EoH's own rule, 1 / (r + 1 + n) with replacement (hifo.agents.eoh_selection)
         rank_w = np.array([1.0 / (r + len(pop)) for r in range(len(pop))])
         rank_w /= rank_w.sum()
         plan = []
         for _ in range(self.cfg.n_offspring):
             op = str(rng.choice(ops, p=w))
             k = min(N_PARENTS[op], len(pop))
-            idx = [int(j) for j in rng.choice(len(pop), size=k, replace=False, p=rank_w)] if k else []
+            if self.cfg.selection == "eoh":
+                idx = choose_parents(len(pop), N_PARENTS[op], rng)
+            else:
+                idx = [int(j) for j in rng.choice(len(pop), size=k, replace=False, p=rank_w)] if k else []
             plan.append((op, [pop[i] for i in idx]))
         return plan
 

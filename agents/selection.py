@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from hifo.agents import hyper
+from hifo.agents.eoh_selection import pop_greedy
 from hifo.agents.rundb import CandidateRow
 from hifo.agents.runtime import RunState
 
@@ -36,16 +37,10 @@ class SelectNode:
         gen, store = state["generation"], self.rt.store
         new = [c for c in store.candidates(generation=gen, status="evaluated") if c.ok]
         pool = {c.id: c for c in self._pop(state.get("population", [])) + new}
-        ranked = sorted(pool.values(), key=lambda c: (-_fit(c), c.id))
-        kept: list[CandidateRow] = []
-        clones: list[CandidateRow] = []
-        for c in ranked:  # diversity protection: behavioural clones only fill leftover slots
-            vec = self._vector(c)
-            if any(np.allclose(vec, self._vector(k), rtol=1e-12, atol=1e-12) for k in kept):
-                clones.append(c)
-            else:
-                kept.append(c)
-        population = (kept + clones)[: self.cfg.population]
+        if self.cfg.selection == "eoh":  # EoH's pop_greedy: equal objectives dropped, best distinct kept
+            population = pop_greedy(list(pool.values()), self.cfg.population, lambda c: c.fitness)
+        else:
+            population = self._hifo_survivors(pool.values())
         if not store.marker(f"hyper_told:{gen}"):
             by_parent: dict[str, list[CandidateRow]] = {}
             for c in store.candidates(generation=gen, operator="hyper", status="evaluated"):
@@ -68,6 +63,18 @@ class SelectNode:
                      best=population[0].objective if population else None,
                      best_id=population[0].id if population else None)
         return {"population": [c.id for c in population], "best_history": history}
+
+    def _hifo_survivors(self, pool: Any) -> list[CandidateRow]:
+        ranked = sorted(pool, key=lambda c: (-_fit(c), c.id))
+        kept: list[CandidateRow] = []
+        clones: list[CandidateRow] = []
+        for c in ranked:  # diversity protection: behavioural clones only fill leftover slots
+            vec = self._vector(c)
+            if any(np.allclose(vec, self._vector(k), rtol=1e-12, atol=1e-12) for k in kept):
+                clones.append(c)
+            else:
+                kept.append(c)
+        return (kept + clones)[: self.cfg.population]
 
     def _early_stop(self, history: list[float]) -> str | None:
         """--target: the best reached the value; --patience: no new best for that many generations

@@ -17,9 +17,12 @@ said otherwise):
 * ``no_hindsight``  ``recall_k = 0`` and no distillation: no principle reaches a prompt;
 * ``no_foresight``  ``foresight = False``: no regime, no directive, fixed operator weights;
 * ``eoh``           EoH mode: neither hindsight nor foresight, only EoH's operators E1, E2, M1, M2
-                    drawn uniformly (``operators``), EoH's rank-based parent selection
-                    (p(rank r) ~ 1/(r + n)) and survival of the best ``population`` (hifo's select
-                    additionally demotes behavioural clones, where EoH drops equal objectives);
+                    drawn uniformly (``operators``) and EoH's selection (``selection = "eoh"``,
+                    `hifo.agents.eoh_selection`, as in the official code): survivors are the best
+                    ``population`` with distinct objectives (an equal objective is dropped), parents
+                    are drawn with replacement with p(rank r) ~ 1/(r + 1 + n).  Still hifo's: one
+                    operator drawn per offspring and selection once per generation (EoH runs each
+                    operator over the population in turn and selects after each);
 * ``best_of_n``     repeated sampling without evolution: generation 0 only, ``--calls`` samples;
 * ``transfer``      (tsp_construct only) ``full``, starting from a copy of the knowledge base that the
                     ``full`` arm of ``bpp_online`` with the same seed left (it must run in the same
@@ -61,7 +64,8 @@ ARMS: dict[str, dict[str, Any]] = {
     "full": {},
     "no_hindsight": {"recall_k": 0, "distill": False},
     "no_foresight": {"foresight": False},
-    "eoh": {"recall_k": 0, "distill": False, "foresight": False, "operators": ["e1", "e2", "m1", "m2"]},
+    "eoh": {"recall_k": 0, "distill": False, "foresight": False, "operators": ["e1", "e2", "m1", "m2"],
+            "selection": "eoh"},
     "best_of_n": {"generations": 0},
     "transfer": {},  # full, on a copy of the bpp_online full arm's knowledge base (see run_all)
 }

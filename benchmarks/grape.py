@@ -1,6 +1,6 @@
 """GrAPE vs DFA vs backprop on digits: accuracy against steps and cosine with the true gradient.
 
-    python -m benchmarks.grape            # MLP and CNN, 300 steps, seeds 0-1 (about 1 minute on one thread)
+    python -m benchmarks.grape            # MLP, CNN and tiny transformer, 300 steps, seeds 0-1 (about 1 minute on one thread)
     python -m benchmarks.grape --quick    # MLP only, 100 steps, seed 0 (a few seconds)
 
 GrAPE runs twice: with no anchor steps (pure forward-mode alignment) and with a uniform anchor
@@ -30,11 +30,11 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    models, steps, seeds = (("mlp",), 100, (0,)) if args.quick else (("mlp", "cnn"), 300, (0, 1))
+    models, steps, seeds = (("mlp",), 100, (0,)) if args.quick else (("mlp", "cnn", "transformer"), 300, (0, 1))
     variants = {"backprop": ("backprop", None), "dfa": ("dfa", None), "grape_no_anchor": ("grape", None),
                 "grape_anchor5%": ("grape", lambda s, T, a, l, n: s % 20 == 0)}
     out: dict = {"steps": steps, "seeds": list(seeds), "runs": []}
-    print(f"{'model':5} {'method':16} {'seed':>4} {'acc@25%':>8} {'acc@end':>8} {'hidden cos (mean)':>18} "
+    print(f"{'model':11} {'method':16} {'seed':>4} {'acc@25%':>8} {'acc@end':>8} {'hidden cos (mean)':>18} "
           f"{'parallel':>9} {'s':>6}")
     for model in models:
         for name, (method, rule) in variants.items():
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> dict:
                 quarter = next(c["test_acc"] for c in run.curve if c["step"] >= steps // 4)
                 d["acc_quarter"] = quarter
                 out["runs"].append(d)
-                print(f"{model:5} {name:16} {seed:>4} {quarter:8.3f} {run.test_acc:8.3f} {d['mean_hidden_grad_cos']:18.3f} "
+                print(f"{model:11} {name:16} {seed:>4} {quarter:8.3f} {run.test_acc:8.3f} {d['mean_hidden_grad_cos']:18.3f} "
                       f"{d['layer_parallel_fraction']:9.2f} {d['wall_s']:6.1f}")
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / ("grape_quick.json" if args.quick else "grape.json")

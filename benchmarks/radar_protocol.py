@@ -4,12 +4,13 @@ distribution (ATSP only: there is no RADAR model for ACVRP in this repository).
     python -m benchmarks.radar_protocol            # tmat20 test set + TSPLIB ATSP (n <= 100)
     python -m benchmarks.radar_protocol --quick    # 3 instances per set
 
-The four CPU-trained n = 20 models (``radar_atsp20_{radar, no_sinkhorn, no_svd,
-no_svd_no_sinkhorn}``, ``python -m benchmarks.train_radar``) decode every instance with one
+The five CPU-trained n = 20 models (``radar_atsp20_{radar, no_sinkhorn, no_svd,
+no_svd_no_sinkhorn, matnet}``, ``python -m benchmarks.train_radar``; ``matnet`` is MatNet's
+two-stream encoder, the baseline without SVD and Sinkhorn) decode every instance with one
 rollout per start node (POMO) under three protocols:
 
 * ``greedy x1``: the canonical encoding, greedy;
-* ``greedy x8``: 8 encodings (random SVD sign flips / one-hot redraws), greedy, best kept
+* ``greedy x8``: 8 encodings (random SVD sign flips / one-hot ID redraws), greedy, best kept
   (what ``benchmarks.routing`` reports);
 * ``sample x16``: 16 encodings, each decoded by *sampling* (temperature 1), best kept -- our
   reading of the official test protocol (sampling with many augmentations); the official
@@ -36,7 +37,7 @@ from hifo.evaluators import radar_tune
 from hifo.problems.routing import RadarSettings, load_radar, radar_solve
 
 RESULTS = Path(__file__).parent / "results"
-VARIANTS = ("radar", "no_sinkhorn", "no_svd", "no_svd_no_sinkhorn")
+VARIANTS = ("radar", "no_sinkhorn", "no_svd", "no_svd_no_sinkhorn", "matnet")
 PROTOCOLS = {"greedy x1": RadarSettings(augmentations=1),
              "greedy x8": RadarSettings(augmentations=8),
              "sample x16": RadarSettings(augmentations=16, sampling=True)}

@@ -1,4 +1,4 @@
-"""Routing benchmark: gaps and times of NN, local search, GLS, RADAR (+-Sinkhorn, +-SVD),
+"""Routing benchmark: gaps and times of NN, local search, GLS, RADAR (+-Sinkhorn, +-SVD), MatNet,
 OR-Tools, PyVRP and LKH-3 on symmetric TSP, asymmetric TSP and asymmetric CVRP.
 
     python -m benchmarks.routing [--quick]      # the table -> results/routing[_quick].json
@@ -97,17 +97,26 @@ def bench_tsp(table: list, quick: bool) -> None:
             _row(table, "TSP", label, key, g, s)
 
 
-def bench_atsp(table: list, quick: bool) -> None:
+# method label prefix -> weights (problems/routing/weights/); each is run with x1 and x8 augmentations
+ATSP_MODELS = {**{f"RADAR {v}": f"radar_atsp20_{v}" for v in ("radar", "no_sinkhorn", "no_svd", "no_svd_no_sinkhorn")},
+               "RADAR radar@50": "radar_atsp50_radar",
+               "MatNet two-stream": "radar_atsp20_matnet"}  # MatNet's encoder (no SVD, no Sinkhorn), n = 20
+
+
+def _atsp_sets() -> dict[str, list]:
+    ev = radar_tune.RadarTune()
+    return {"tmat20": [t.instance for t in ev.load_instances("test") if t.instance.n == 20],
+            "tmat50": [t.instance for t in ev.load_instances("test") if t.instance.n == 50],
+            # n <= 100: the one-hot (no-SVD, MatNet) models embed at most one_hot_dim = 128 nodes
+            "tsplib(n<=100)": [t.instance for t in ev.load_instances("tsplib") if t.instance.n <= 100]}
+
+
+def bench_atsp(table: list, quick: bool, only_models: tuple[str, ...] = ()) -> None:
+    """Every ATSP row; with ``only_models`` (labels of :data:`ATSP_MODELS`) only those models' rows."""
     from hifo.problems.routing import RadarSettings, load_radar, radar_solve
 
-    ev = radar_tune.RadarTune()
-    sets = {"tmat20": [t.instance for t in ev.load_instances("test") if t.instance.n == 20],
-            "tmat50": [t.instance for t in ev.load_instances("test") if t.instance.n == 50],
-            # n <= 100: the one-hot (no-SVD) models embed at most one_hot_dim = 128 nodes
-            "tsplib(n<=100)": [t.instance for t in ev.load_instances("tsplib") if t.instance.n <= 100]}
-    variants = ["radar", "no_sinkhorn", "no_svd", "no_svd_no_sinkhorn"]
-    models = {v: load_radar(f"radar_atsp20_{v}") for v in variants}
-    models["radar@50"] = load_radar("radar_atsp50_radar")
+    sets = _atsp_sets()
+    models = {k: load_radar(w) for k, w in ATSP_MODELS.items() if not only_models or k in only_models}
     secs_ref = 0.2 if quick else 1.0
     for label, insts in sets.items():
         insts = insts[:3] if quick else insts
@@ -121,12 +130,15 @@ def bench_atsp(table: list, quick: bool) -> None:
         for inst in insts:
             d = inst.distance_matrix
             scale = TMAT_SCALE if label.startswith("tmat") else 1
-            tour, sec = _timed(lambda: construct_tour(nearest_neighbour, d))
-            add("nearest neighbour", tour, sec, inst)
+            if not only_models:
+                tour, sec = _timed(lambda: construct_tour(nearest_neighbour, d))
+                add("nearest neighbour", tour, sec, inst)
             for name, model in models.items():
                 for aug in (1, 8):
                     (tour, _), sec = _timed(lambda: radar_solve(model, d, RadarSettings(augmentations=aug)))
-                    add(f"RADAR {name} x{aug}aug", tour, sec, inst)
+                    add(f"{name} x{aug}aug", tour, sec, inst)
+            if only_models:
+                continue
             tour, sec = _timed(lambda: ortools_atsp(d, seconds=secs_ref, scale=scale))
             add(f"OR-Tools GLS {secs_ref:g}s", tour, sec, inst)
             tour, sec = _timed(lambda: pyvrp_atsp(d, seconds=secs_ref, scale=scale))
@@ -173,7 +185,7 @@ def _radar_acvrp_rows(table: list, label: str, insts: list, quick: bool) -> None
 
     path = WEIGHTS_DIR / "radar_acvrp20.pt"
     if not path.exists():
-        print(f"  (no {path.name}: python -m benchmarks.train_radar --acvrp-steps N)")
+        print(f"  (no {path.name}: hifo data train-radar --acvrp-steps N)")
         return
     model = load_radar_cvrp(path)
     for key, kw in RADAR_ACVRP_PROTOCOLS.items():
@@ -192,13 +204,18 @@ def bench_acvrp_radar(table: list, quick: bool) -> None:
     _radar_acvrp_rows(table, "acvrp20", insts[:3] if quick else insts, quick)
 
 
+def bench_atsp_matnet(table: list, quick: bool) -> None:
+    """Only MatNet's ATSP rows (no reference-solver rerun); they replace the stored MatNet rows."""
+    bench_atsp(table, quick, only_models=("MatNet two-stream",))
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2-3 instances per set, short time limits")
     ap.add_argument("--make-refs", action="store_true", help="recompute evaluators/data/routing/refs.json")
-    ap.add_argument("--only", choices=["tsp", "atsp", "acvrp", "acvrp_radar"], action="append",
+    ap.add_argument("--only", choices=["tsp", "atsp", "acvrp", "acvrp_radar", "atsp_matnet"], action="append",
                     help="run only these parts and replace their rows in the existing results file "
-                         "(acvrp_radar: only the RADAR rows of ACVRP)")
+                         "(acvrp_radar: only the RADAR rows of ACVRP; atsp_matnet: only MatNet's ATSP rows)")
     args = ap.parse_args(argv)
     if args.make_refs:
         return make_refs()
@@ -207,7 +224,8 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(1)
     table: list = []
     print(f"{'prob':6} {'instances':16} {'method':32} {'gap %':>8} {'s/inst':>8}")
-    parts = {"tsp": bench_tsp, "atsp": bench_atsp, "acvrp": bench_acvrp, "acvrp_radar": bench_acvrp_radar}
+    parts = {"tsp": bench_tsp, "atsp": bench_atsp, "acvrp": bench_acvrp, "acvrp_radar": bench_acvrp_radar,
+             "atsp_matnet": bench_atsp_matnet}
     chosen = args.only or list(parts)
     for name in chosen:
         parts[name](table, args.quick)
@@ -215,7 +233,8 @@ def main(argv: list[str] | None = None) -> dict:
     path = RESULTS / f"routing{'_quick' if args.quick else ''}.json"
     if args.only and path.exists():  # keep the rows of the parts not re-run
         kept = [r for r in json.loads(path.read_text())["rows"] if r["problem"].lower() not in chosen
-                and not ("acvrp_radar" in chosen and r["problem"] == "ACVRP" and r["method"].startswith("RADAR"))]
+                and not ("acvrp_radar" in chosen and r["problem"] == "ACVRP" and r["method"].startswith("RADAR"))
+                and not ("atsp_matnet" in chosen and r["problem"] == "ATSP" and r["method"].startswith("MatNet"))]
         table = kept + table
     out = {"command": "python -m benchmarks.routing" + (" --quick" if args.quick else ""), "rows": table}
     path.write_text(json.dumps(out, indent=1), encoding="utf-8")

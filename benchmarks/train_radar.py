@@ -2,11 +2,13 @@
 
     python -m benchmarks.train_radar [--quick] [--steps 600] [--steps50 300] [--seed 0]
     python -m benchmarks.train_radar --seed 1 --steps50 0 --no-save   # ablation, 2nd seed
+    python -m benchmarks.train_radar --variants matnet                 # MatNet's two-stream baseline only
+    python -m benchmarks.train_radar --acvrp-steps 300                 # the ACVRP model only
 
 The work is done by :mod:`hifo.problems.routing.radar_training` (variants, recipe: see there). Weights
 go to ``problems/routing/weights/`` (not with ``--quick`` or ``--no-save``); this wrapper also writes
-the curves to ``benchmarks/results/routing_radar_train[_quick|_seedS].json`` (the suffix ``_seedS``
-for a seed other than 0).
+the curves to ``benchmarks/results/routing_radar_train[_quick|_seedS][_VARIANTS].json`` (the suffix
+``_seedS`` for a seed other than 0, ``_VARIANTS`` when only some variants are trained).
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 from hifo.problems.routing.radar_training import VARIANTS, run
@@ -41,6 +42,8 @@ def main(argv: list[str] | None = None) -> dict:
     out = {"command": "python -m benchmarks.train_radar " + " ".join(argv if argv is not None else sys.argv[1:]),
            **out}
     suffix = "_quick" if args.quick else (f"_seed{args.seed}" if args.seed else "")
+    if not args.quick and list(args.variants) != list(VARIANTS):  # a subset: do not overwrite the full run's curves
+        suffix += "_" + "_".join(args.variants)
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"routing_radar_train{suffix}.json"
     path.write_text(json.dumps(out, indent=1), encoding="utf-8")
@@ -49,27 +52,14 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def train_acvrp(steps: int, seed: int, save: bool, argv) -> dict:
-    """RADAR on ACVRP n = 20 (see :mod:`hifo.problems.routing._radar_cvrp`); curve to
-    ``results/routing_radar_acvrp_train.json``, weights to ``weights/radar_acvrp20.pt``."""
-    import torch
+    """``hifo data train-radar --acvrp-steps N`` (:func:`hifo.problems.routing.radar_training.train_acvrp`);
+    this wrapper also writes the curve to ``results/routing_radar_acvrp_train.json``."""
+    from hifo.problems.routing.radar_training import train_acvrp as _train
 
-    from hifo.problems.routing._radar import RadarConfig
-    from hifo.problems.routing._radar_cvrp import save_radar_cvrp, train_radar_cvrp
-    from hifo.problems.routing._radar_pomo import WEIGHTS_DIR
-
-    torch.set_num_threads(1)  # the machine is shared; one core per training run
-
-    t0 = time.process_time()
-    model, curve = train_radar_cvrp(RadarConfig(), 20, 30, seconds=float("inf"), max_steps=steps, seed=seed)
-    cpu = time.process_time() - t0
-    row = {"n": 20, "capacity": 30, "steps": steps, "batch": 32, "lr": 1e-3, "train_cpu_s": round(cpu, 1),
-           "config": RadarConfig().to_dict(), "curve": curve}
-    print(f"acvrp20: {steps} steps, {cpu:.0f} CPU s, best-of-POMO train length {curve[0]['best_len']:.3f} -> "
-          f"{curve[-1]['best_len']:.3f}", flush=True)
-    if save:
-        save_radar_cvrp(model, WEIGHTS_DIR / "radar_acvrp20.pt", {k: row[k] for k in row if k != "curve"})
+    out = _train(steps=steps, seed=seed, save=save)
     out = {"command": "python -m benchmarks.train_radar " + " ".join(argv if argv is not None else sys.argv[1:]),
-           "torch": torch.__version__, "threads": 1, "seed": seed, "rows": [row]}
+           **out}
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "routing_radar_acvrp_train.json").write_text(json.dumps(out, indent=1), encoding="utf-8")
     return out
 

@@ -22,6 +22,7 @@ BUILTIN: dict[str, str] = {
     "tsp_construct": "hifo.evaluators.tsp_construct:TSPConstruct",
     "optwvp_route": "hifo.evaluators.optwvp_route:OPTWVPRoute",
     "optwvp_service": "hifo.evaluators.optwvp_service:OPTWVPService",
+    "toptwvp_route": "hifo.evaluators.toptwvp_route:TOPTWVPRoute",
     "optimizer_update": "hifo.evaluators.optimizer_update:OptimizerUpdate",
     "newton_schulz": "hifo.evaluators.newton_schulz:NewtonSchulzSchedule",
     "milp_primal": "hifo.evaluators.milp_primal:MILPPrimal",

@@ -2,13 +2,14 @@
 
 A typer sub-app, `principles_app`, mounted by the main CLI.  Every command takes ``--kb PATH`` (default
 `default_kb_path()`) and ``--json`` (machine-readable output on stdout); errors go to stderr with exit
-status 1.  Read-only commands never create a knowledge base file.
+status 1.  Read-only commands never create a knowledge base file.  Listings show each principle's
+state in the bounded pool (active, probation, inactive, retired) and the problems it helped on; ``show``
+adds a row per problem it was used on (`hifo.knowledge_base._cli_view`).
 """
 
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from ._cli_view import STATE_HELP, helped, pool_view, principle_table, when
 
 if TYPE_CHECKING:
     from .principle import Principle
@@ -80,54 +83,16 @@ def _emit_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def _when(ts: float | None) -> str:
-    return "-" if ts is None else datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
-
-
-def _origin(p: Principle) -> str:
-    """Compact first provenance: ``r7/g3 +1`` (run, generation, how many more statements)."""
-    if not p.provenance:
-        return "-"
-    first = p.provenance[0]
-    parts = [first.run_id or "-"]
-    if first.generation is not None:
-        parts.append(f"g{first.generation}")
-    extra = len(p.provenance) - 1
-    return "/".join(parts) + (f" +{extra}" if extra else "")
-
-
-def _principle_table(principles: list[Principle], title: str, show_status: bool, width: int = 200) -> Table:
-    # Narrow terminals drop source and origin (`show ID` has them) so the principle text stays readable.
-    wide = width >= 120
-    table = Table(title=title, title_justify="left", expand=False)
-    table.add_column("ID", no_wrap=True, style="cyan")
-    table.add_column("Util", justify="right", no_wrap=True)
-    table.add_column("Won", justify="right", no_wrap=True)
-    if show_status:
-        table.add_column("Status", overflow="fold")
-    if wide:
-        table.add_column("Source", overflow="fold")
-    table.add_column("Problem", overflow="fold")
-    if wide:
-        table.add_column("Origin", overflow="fold")
-    table.add_column("Principle", ratio=1, min_width=20)
-    for p in principles:
-        row = [p.id, f"{p.utility:+.3f}", f"{p.wins}/{p.uses}"]
-        if show_status:
-            row.append(p.status + (f" → {p.merged_into}" if p.merged_into else ""))
-        row += [p.source, p.problem or "-", _origin(p), p.text] if wide else [p.problem or "-", p.text]
-        table.add_row(*row)
-    return table
-
-
-def _print_principles(principles: list[Principle], as_json: bool, title: str, show_status: bool) -> None:
+def _print_principles(principles: list[Principle], as_json: bool, title: str,
+                      view: dict[str, dict[str, Any]] | None = None) -> None:
+    view = view or {}
     if as_json:
-        _emit_json([p.to_dict() for p in principles])
+        _emit_json([{**p.to_dict(), **view.get(p.id, {})} for p in principles])
     elif not principles:
         Console(highlight=False).print("No principles found.")
     else:
         console = Console(highlight=False)
-        console.print(_principle_table(principles, title, show_status, console.width))
+        console.print(principle_table(principles, title, view, console.width))
 
 
 @principles_app.command("list")
@@ -142,14 +107,15 @@ def list_command(
     """List principles, highest utility first."""
     store = _open(kb)
     if store is None:
-        _print_principles([], as_json, "", False)
+        _print_principles([], as_json, "")
         return
     with store:
         try:
             found = store.list(None if status is StatusFilter.all else status.value, problem, limit, source=source)
         except ValueError as exc:
             _fail(str(exc))
-    _print_principles(found, as_json, f"Principles ({status.value}) in {store.path}", status is not StatusFilter.active)
+        view = pool_view(store, found)
+    _print_principles(found, as_json, f"Principles ({status.value}) in {store.path}", view)
 
 
 @principles_app.command("show")
@@ -169,10 +135,11 @@ def show_command(
             p = store.get(store.find_id(principle_id))
         except PrincipleNotFound as exc:
             _fail(f"unknown principle id: {exc.args[0]}")
-    if p is None:
-        _fail(f"unknown principle id {principle_id!r}")
+        if p is None:
+            _fail(f"unknown principle id {principle_id!r}")
+        view = pool_view(store, [p])[p.id]
     if as_json:
-        _emit_json(p.to_dict())
+        _emit_json({**p.to_dict(), **view, "learnt_on": p.problems})
         return
     console = Console(highlight=False)
     info = Table.grid(padding=(0, 2))
@@ -181,9 +148,11 @@ def show_command(
     rows = [
         ("ID", p.id), ("Text", p.text), ("Tags", ", ".join(p.tags) or "-"), ("Problem", p.problem or "-"),
         ("Source", p.source), ("Status", p.status + (f" (merged into {p.merged_into})" if p.merged_into else "")),
+        ("State", STATE_HELP.get(view["pool_state"], view["pool_state"])),
+        ("Learnt on", ", ".join(p.problems) or "-"), ("Helped on", helped(view)),
         ("Utility", f"{p.utility:+.4f}"), ("Uses / wins", f"{p.uses} / {p.wins} (win rate {p.win_rate:.2f})"),
-        ("Support", f"{p.support} statement(s)"), ("Created", _when(p.created_at)),
-        ("Updated", _when(p.updated_at)), ("Last used", _when(p.last_used_at)),
+        ("Support", f"{p.support} statement(s)"), ("Created", when(p.created_at)),
+        ("Updated", when(p.updated_at)), ("Last used", when(p.last_used_at)),
     ]
     for key, value in rows:
         info.add_row(key, value)
@@ -195,9 +164,21 @@ def show_command(
         prov.add_row(
             str(i), record.run_id or "-", "-" if record.generation is None else str(record.generation),
             ", ".join(record.candidate_ids) or "-", record.problem or "-", record.source or "-",
-            _when(record.recorded_at),
+            when(record.recorded_at),
         )
     console.print(prov)
+    if view["used_on"]:
+        use = Table(title="Where it was used (credit centred on its generation)",
+                    title_justify="left")
+        for column in ("Problem", "Uses", "Wins", "Credit sum", "Mean credit", "Helped"):
+            use.add_column(column, justify="left" if column == "Problem" else "right")
+        for prob, d in view["used_on"].items():
+            use.add_row(prob, str(d["uses"]), str(d["wins"]), f"{d['credit_sum']:+.3f}",
+                        f"{d['credit_sum'] / d['uses']:+.3f}" if d["uses"] else "-",
+                        "yes" if prob in view["helped_on"] else "no")
+        console.print(use)
+    else:
+        console.print("Not used on any problem yet.")
 
 
 @principles_app.command("search")
@@ -212,11 +193,12 @@ def search_command(
     """Full-text search (stemmed, best match first)."""
     store = _open(kb)
     if store is None:
-        _print_principles([], as_json, "", False)
+        _print_principles([], as_json, "")
         return
     with store:
         found = store.search(query, limit, status=None if retired else "active", any_term=any_term)
-    _print_principles(found, as_json, f"Principles matching {query!r}", retired)
+        view = pool_view(store, found)
+    _print_principles(found, as_json, f"Principles matching {query!r}", view)
 
 
 @principles_app.command("export")
@@ -272,12 +254,14 @@ def prune_command(
 ) -> None:
     """Retire (never delete) principles that keep not helping."""
     store = _open(kb)
+    view: dict[str, dict[str, Any]] = {}
     if store is None:
         retired: list[Principle] = []
     else:
         with store:
             ids = store.prune(min_uses, max_utility, dry_run=dry_run)
             retired = [p for p in (store.get(pid) for pid in ids) if p is not None]
+            view = pool_view(store, retired)
     if as_json:
         _emit_json({"retired": [p.id for p in retired], "dry_run": dry_run,
                     "principles": [p.to_dict() for p in retired]})
@@ -287,7 +271,7 @@ def prune_command(
         console.print("Nothing to retire.")
         return
     verb = "Would retire" if dry_run else "Retired"
-    console.print(_principle_table(retired, f"{verb} {len(retired)} principle(s)", False, console.width))
+    console.print(principle_table(retired, f"{verb} {len(retired)} principle(s)", view, console.width))
 
 
 @principles_app.command("add")

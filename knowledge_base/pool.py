@@ -64,6 +64,41 @@ def enforce(conn: sqlite3.Connection, cap: int, now: float, probation: int = PRO
     return out
 
 
+def pool_state(status: str, credit_n: int, inactive: bool, probation: int = PROBATION_USES) -> str:
+    """One word for where a principle stands: ``retired``, ``inactive`` (moved out of recall by the cap),
+    ``probation`` (fewer than ``probation`` credited uses) or ``active``."""
+    if status != "active":
+        return status
+    if inactive:
+        return "inactive"
+    return "probation" if credit_n < probation else "active"
+
+
+def snapshot(conn: sqlite3.Connection) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, dict[str, Any]]]]:
+    """The pool's tables for export: ``({id: {"since", "lower_bound"}}, {id: {problem: {"uses", "wins",
+    "credit_sum"}}})``."""
+    inactive = {pid: {"since": at, "lower_bound": lb}
+                for pid, at, lb in conn.execute("SELECT principle_id, inactive_at, lower_bound FROM pool_inactive")}
+    used: dict[str, dict[str, dict[str, Any]]] = {}
+    for pid, prob, u, w, c in conn.execute(
+            "SELECT principle_id, problem, uses, wins, credit_sum FROM principle_use ORDER BY principle_id, problem"):
+        used.setdefault(pid, {})[prob] = {"uses": u, "wins": w, "credit_sum": c}
+    return inactive, used
+
+
+def restore(conn: sqlite3.Connection, pid: str, inactive: dict[str, Any] | None,
+            used_on: dict[str, dict[str, Any]]) -> None:
+    """Replace ``pid``'s pool rows with an export's: its inactive mark (None: in the pool) and its
+    per-problem use."""
+    conn.execute("DELETE FROM pool_inactive WHERE principle_id = ?", (pid,))
+    if inactive is not None:
+        conn.execute("INSERT INTO pool_inactive VALUES (?, ?, ?)", (pid, inactive["since"], inactive["lower_bound"]))
+    conn.execute("DELETE FROM principle_use WHERE principle_id = ?", (pid,))
+    conn.executemany(
+        "INSERT INTO principle_use (principle_id, problem, uses, wins, credit_sum) VALUES (?, ?, ?, ?, ?)",
+        [(pid, prob, d["uses"], d["wins"], d["credit_sum"]) for prob, d in used_on.items()])
+
+
 class PoolMixin:
     """`KnowledgeBase` methods for the bounded pool (see the module docstring)."""
 
@@ -93,3 +128,20 @@ class PoolMixin:
                 (p.id,))}
         return {"learnt_on": p.problems, "used_on": used,
                 "helped_on": [prob for prob, d in used.items() if d["credit_sum"] > 0]}
+
+    def pool_states(self) -> dict[str, str]:
+        """`pool_state` of every principle, by id."""
+        with self._read() as conn:
+            return {pid: pool_state(status, n, bool(off)) for pid, status, n, off in conn.execute(
+                "SELECT id, status, credit_n, id IN (" + _INACTIVE + ") FROM principles ORDER BY id")}
+
+    def pool_counts(self) -> dict[str, int]:
+        """How many active principles are on probation, and how many the cap moved out of recall."""
+        states = list(self.pool_states().values())
+        return {"probation": states.count("probation"), "inactive": states.count("inactive")}
+
+    def used_on_all(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Per-problem use of every principle that was credited on a named problem (`helped_on`'s
+        ``used_on``, for all of them at once)."""
+        with self._read() as conn:
+            return snapshot(conn)[1]

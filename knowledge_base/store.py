@@ -347,6 +347,7 @@ class KnowledgeBase(pool.PoolMixin):
 
     def stats(self) -> dict[str, Any]:
         """Counts and aggregates, JSON-serialisable."""
+        counts = self.pool_counts()
         with self._read() as conn:
             def scalar(sql: str) -> Any:
                 return conn.execute(sql).fetchone()[0]
@@ -357,6 +358,7 @@ class KnowledgeBase(pool.PoolMixin):
                 "principles": scalar("SELECT count(*) FROM principles"),
                 "active": scalar("SELECT count(*) FROM principles WHERE status = 'active'"),
                 "retired": scalar("SELECT count(*) FROM principles WHERE status = 'retired'"),
+                **counts,  # of the active ones: on probation, moved out of recall by the cap
                 "merged": scalar("SELECT count(*) FROM principles WHERE merged_into IS NOT NULL"),
                 "provenance_records": scalar("SELECT count(*) FROM provenance"),
                 "uses": scalar("SELECT coalesce(sum(uses), 0) FROM principles"),
@@ -373,17 +375,19 @@ class KnowledgeBase(pool.PoolMixin):
 
     # ------------------------------------------------------------------ export / import
     def export_json(self, path: str | Path) -> int:
-        """Write every principle (all statuses, with provenance) to ``path`` as JSON, atomically.
+        """Write every principle (all statuses, with provenance, inactive mark and per-problem use) to
+        ``path`` as JSON, atomically.
         Returns how many were written.  The format is described in `hifo.knowledge_base._transfer`."""
         with self._read() as conn:
             principles = _rows.load(conn, "ORDER BY created_at, id")
-        _transfer.write_export(Path(path), principles, exported_at=self._clock())
+            inactive, used = pool.snapshot(conn)
+        _transfer.write_export(Path(path), principles, exported_at=self._clock(), inactive=inactive, used=used)
         return len(principles)
 
     def import_json(self, path: str | Path) -> dict[str, int]:
         """Merge a file written by `export_json` (or a plain list of texts) into this store, in one
         transaction; importing the same file twice changes nothing the second time.  Returns counts
         ``{"inserted", "merged", "updated", "unchanged"}``; see `hifo.knowledge_base._transfer` for the rules."""
-        full, plain = _transfer.read_import(Path(path))
+        full, plain, pools = _transfer.read_import(Path(path))
         with self._write() as conn:
-            return _transfer.apply_import(conn, self._deduper, full, plain, now=self._clock())
+            return _transfer.apply_import(conn, self._deduper, full, plain, now=self._clock(), pools=pools)

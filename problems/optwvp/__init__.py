@@ -31,7 +31,8 @@ The library (imports nothing from the rest of the repository; torch only for the
 * exact: :func:`solve_milp` (HiGHS MILP), :func:`brute_force` (tiny instances);
 * the team variant TOPTWVP (``m`` vehicles, see :mod:`._team`): :func:`check_team`,
   :func:`team_profit`, :func:`construct_team` (parallel greedy insertion with the same scoring
-  rule), :func:`team_ils`, :func:`brute_force_team`, and :func:`solve_milp` with ``vehicles=m``.
+  rule), :func:`construct_team_joint` (one ranking over all routes' candidates: the
+  ``toptwvp_route`` slot), :func:`team_ils`, :func:`brute_force_team`, and :func:`solve_milp` with ``vehicles=m``.
 
 What is partial (and why):
 
@@ -42,8 +43,8 @@ What is partial (and why):
   about 8-15 % where the paper reports 0.8-3.3 %;
 * the ILS is Vansteenwegen et al.'s scheme adapted to variable profits (see :mod:`._ils`),
   not the exact ILS code the paper ran;
-* the team variant has no learned constructor and no evaluator here (heuristics, ILS and the
-  exact MILP only);
+* the team variant has no learned constructor (heuristics, ILS and the exact MILP; its
+  evaluator ``toptwvp_route`` evolves the insertion rule of the parallel constructor);
 * instances follow the official generator's distribution but not its torch random stream.
 
 Example::
@@ -75,7 +76,17 @@ from ._instance import (
 )
 from ._schedule import InfeasibleRoute, check_route, check_schedule, earliest_starts, validate_route
 from ._stage2 import optimal_profit_batch, optimal_service_fast, optimal_service_lp, route_profit
-from ._team import brute_force_team, check_team, construct_team, team_ils, team_local_search, team_profit
+from ._team import (
+    TEAM_FIELDS,
+    brute_force_team,
+    check_team,
+    construct_team,
+    construct_team_joint,
+    team_candidates,
+    team_ils,
+    team_local_search,
+    team_profit,
+)
 
 
 def learned_routes(instances, model=None, samples: int = 0):
@@ -94,12 +105,14 @@ def train_policy(**kwargs):
 
 __all__ = [
     "CANDIDATE_FIELDS",
+    "TEAM_FIELDS",
     "InfeasibleRoute",
     "OPTWVPInstance",
     "brute_force",
     "brute_force_team",
     "check_team",
     "construct_team",
+    "construct_team_joint",
     "check_route",
     "check_schedule",
     "construct_route",
@@ -120,6 +133,7 @@ __all__ = [
     "routes_optimal",
     "routes_profit",
     "solve_milp",
+    "team_candidates",
     "team_ils",
     "team_local_search",
     "team_profit",

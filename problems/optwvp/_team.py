@@ -14,6 +14,10 @@ profit is the sum of the routes' stage-2 optima.
   on another route excluded) and makes the best one. Each route then keeps its best stage-2
   intermediate state (dropping customers never breaks a route, and the states of different
   routes are disjoint, so they combine);
+* :func:`team_candidates` / :func:`construct_team_joint` -- the same parallel insertion with the
+  scoring rule called once per step on the candidates of *all* routes together (a ``vehicle``
+  array and a per-route ``time_left``): the slot of the ``toptwvp_route`` evaluator, which decides
+  vehicle and position in one ranking;
 * :func:`team_ils` -- Vansteenwegen et al.'s (2009) ILS for the TOPTW, adapted to variable profits
   the same way as :func:`iterated_local_search`: best-improvement insertion into any route
   judged by the exact stage-2 gain, then removals; the shake removes ``S`` consecutive customers
@@ -90,6 +94,68 @@ def construct_team(inst: OPTWVPInstance, vehicles: int, scorer: InsertionScorer,
             break
         _, k, node, pos = choice
         routes[k] = insert(routes[k], node, pos)
+        taken[node] = True
+        prof = float(routes_profit(inst, [routes[k]])[0])
+        if prof > best_profit[k] + 1e-12:
+            best[k], best_profit[k] = list(routes[k]), prof
+    return best, float(best_profit.sum())
+
+
+TEAM_FIELDS = ("node", "position", "profit_rate", "tw_open", "tw_close", "start_time", "added_travel",
+               "shift", "service_room", "time_left", "vehicle")
+
+
+def team_candidates(inst: OPTWVPInstance, routes: list[list[int]], taken: np.ndarray) -> dict[str, np.ndarray]:
+    """The feasible insertions of every free customer into every route, stacked: the fields of
+    :func:`insertion_candidates` plus ``time_left`` (the zero-service time the candidate's route has
+    left before the horizon) and ``vehicle`` (its route's index)."""
+    parts = []
+    for k, route in enumerate(routes):
+        cand = _free_candidates(inst, route, taken)
+        m = len(cand["node"])
+        if m == 0:
+            continue
+        _, s, _ = _schedule_d0(inst, np.asarray(route, dtype=np.int64))
+        cand["time_left"] = np.full(m, float(inst.horizon - s[-1]))
+        cand["vehicle"] = np.full(m, k, dtype=np.int64)
+        parts.append(cand)
+    if not parts:
+        return {f: np.zeros(0, dtype=np.int64 if f in ("vehicle", "node", "position") else float)
+                for f in TEAM_FIELDS}
+    return {f: np.concatenate([c[f] for c in parts]) for f in TEAM_FIELDS}
+
+
+def construct_team_joint(inst: OPTWVPInstance, vehicles: int, scorer: InsertionScorer,
+                         max_steps: int | None = None) -> tuple[list[list[int]], float]:
+    """Parallel greedy insertion over ``vehicles`` routes with one ranking per step.
+
+    ``scorer(node, position, profit_rate, tw_open, tw_close, start_time, added_travel, shift,
+    service_room, time_left, horizon, vehicle, vehicles)`` gets the arrays of :func:`team_candidates`
+    (one entry per candidate over all routes; ``time_left`` per candidate) and two numbers; the highest
+    finite score is made (the first on ties); the construction stops when none is feasible or all are
+    vetoed. Each route then keeps its best stage-2 intermediate state (as :func:`construct_team`).
+    With one route and a rule that ignores the two extra arguments this is :func:`construct_route`.
+    Raises ``ValueError`` on a malformed score array."""
+    routes: list[list[int]] = [[] for _ in range(vehicles)]
+    best = [list(r) for r in routes]
+    best_profit = np.zeros(vehicles)
+    taken = np.zeros(inst.n, dtype=bool)
+    for _ in range(inst.n if max_steps is None else max_steps):
+        cand = team_candidates(inst, routes, taken)
+        m = len(cand["node"])
+        if m == 0:
+            break
+        args = {f: cand[f].copy() for f in TEAM_FIELDS if f != "vehicle"}
+        scores = np.asarray(scorer(**args, horizon=float(inst.horizon), vehicle=cand["vehicle"].copy(),
+                                   vehicles=int(vehicles)), dtype=float)
+        if scores.shape != (m,):
+            raise ValueError(f"the scorer returned shape {scores.shape}, expected ({m},)")
+        scores = np.where(np.isfinite(scores), scores, -np.inf)
+        if not np.isfinite(scores.max()):
+            break
+        j = int(np.argmax(scores))
+        k, node = int(cand["vehicle"][j]), int(cand["node"][j])
+        routes[k] = insert(routes[k], node, int(cand["position"][j]))
         taken[node] = True
         prof = float(routes_profit(inst, [routes[k]])[0])
         if prof > best_profit[k] + 1e-12:

@@ -34,7 +34,9 @@ RADAR (needs ``torch``; loaded on first use of these names)
     :class:`RadarConfig`, :class:`RadarModel`, :func:`sinkhorn`, :func:`svd_features`,
     :func:`zscore`, :class:`RadarSettings`, :func:`radar_solve`, :func:`train_radar`,
     :func:`greedy_pomo`, :func:`tmat_batch`, :func:`save_radar`, :func:`load_radar` (bare names are
-    looked up in :data:`WEIGHTS_DIR`); training with the ablation: :mod:`.radar_training`;
+    looked up in :data:`WEIGHTS_DIR`); MatNet's two-stream baseline: :class:`MatNetConfig`,
+    :class:`MatNetModel` (same rollout, training and save/load functions); training with the
+    ablation: :mod:`.radar_training`;
     on ACVRP (ours at CPU scale, see :mod:`._radar_cvrp`): :class:`RadarCVRP`,
     :func:`train_radar_cvrp`, :func:`radar_cvrp_solve`, :func:`save_radar_cvrp`, :func:`load_radar_cvrp`.
 """
@@ -93,6 +95,8 @@ _LAZY = {
     "save_radar": "._radar_pomo",
     "load_radar": "._radar_pomo",
     "WEIGHTS_DIR": "._radar_pomo",
+    "MatNetConfig": "._matnet",
+    "MatNetModel": "._matnet",
     "RadarCVRP": "._radar_cvrp",
     "train_radar_cvrp": "._radar_cvrp",
     "radar_cvrp_solve": "._radar_cvrp",

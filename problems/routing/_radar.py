@@ -30,10 +30,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+if TYPE_CHECKING:
+    from ._matnet import MatNetConfig
 
 
 @dataclass(frozen=True)
@@ -182,9 +186,10 @@ class EncoderBlock(nn.Module):
 
 
 class Decoder(nn.Module):
-    """POMO decoder: glimpse over the nodes, then clipped single-head compatibilities."""
+    """POMO decoder: glimpse over the nodes, then clipped single-head compatibilities (also
+    MatNet's, with row queries and column keys)."""
 
-    def __init__(self, cfg: RadarConfig):
+    def __init__(self, cfg: RadarConfig | MatNetConfig):
         super().__init__()
         d, hd = cfg.embedding_dim, cfg.head_num * cfg.qkv_dim
         self.wq_first, self.wq_last = nn.Linear(d, hd, bias=False), nn.Linear(d, hd, bias=False)
@@ -241,3 +246,10 @@ class RadarModel(nn.Module):
         for layer in self.layers:
             x = layer(x, cost_z, sinkhorn_iters)
         return x, cost_z
+
+    def encode_streams(self, cost: torch.Tensor, generator: torch.Generator | None = None, augment: bool = False,
+                       sinkhorn_iters: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The rollout interface shared with MatNet: (query embeddings, key embeddings, normalised
+        costs); RADAR's single stream serves as both."""
+        x, cost_z = self.encode(cost, generator, augment, sinkhorn_iters)
+        return x, x, cost_z

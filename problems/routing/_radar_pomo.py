@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ._matnet import MatNetConfig, MatNetModel
 from ._radar import RadarConfig, RadarModel
 
 WEIGHTS_DIR = Path(__file__).parent / "weights"
@@ -48,7 +49,12 @@ def tour_lengths(cost: torch.Tensor, tours: torch.Tensor) -> torch.Tensor:
     return cost[bidx, frm, to].sum(dim=2)
 
 
-def rollout(model: RadarModel, cost: torch.Tensor, starts: torch.Tensor, *, greedy: bool,
+def make_model(cfg: RadarConfig | MatNetConfig) -> RadarModel | MatNetModel:
+    """RADAR's single-stream model or MatNet's two-stream one, by the config's type."""
+    return MatNetModel(cfg) if isinstance(cfg, MatNetConfig) else RadarModel(cfg)
+
+
+def rollout(model: RadarModel | MatNetModel, cost: torch.Tensor, starts: torch.Tensor, *, greedy: bool,
             temperature: float = 1.0, logit_clipping: float | None = None, cost_weight: float = 0.0,
             generator: torch.Generator | None = None, augment: bool = False,
             sinkhorn_iters: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -61,16 +67,18 @@ def rollout(model: RadarModel, cost: torch.Tensor, starts: torch.Tensor, *, gree
     b, n, _ = cost.shape
     p = starts.shape[0]
     clip = model.cfg.logit_clipping if logit_clipping is None else logit_clipping
-    nodes, cost_z = model.encode(cost, generator, augment, sinkhorn_iters)
+    # queries come from ``rows`` (first and current node), keys from ``cols`` (MatNet's column
+    # stream; both are RADAR's single stream)
+    rows, cols, cost_z = model.encode_streams(cost, generator, augment, sinkhorn_iters)
     bidx = torch.arange(b)[:, None].expand(b, p)
     current = starts[None, :].expand(b, p)
-    cache = model.decoder.prepare(nodes, nodes[bidx, current])
+    cache = model.decoder.prepare(cols, rows[bidx, current])
     mask = torch.zeros(b, p, n)
     mask[bidx, torch.arange(p)[None, :].expand(b, p), current] = float("-inf")
     tours = [current]
     logp = torch.zeros(b, p)
     for _ in range(n - 1):
-        scores = model.decoder.scores(cache, nodes[bidx, current], mask)
+        scores = model.decoder.scores(cache, rows[bidx, current], mask)
         logits = clip * torch.tanh(scores) + mask
         if cost_weight:
             logits = logits - cost_weight * cost_z[bidx, current]
@@ -96,14 +104,15 @@ class TrainLog:
     val_gap: list[float]  # mean gap (%) of greedy POMO on the validation set, when given
 
 
-def train_radar(cfg: RadarConfig, n: int, *, seconds: float, batch_size: int = 64, lr: float = 4e-4,
+def train_radar(cfg: RadarConfig | MatNetConfig, n: int, *, seconds: float, batch_size: int = 64, lr: float = 4e-4,
                 weight_decay: float = 1e-6, seed: int = 0, val_cost: torch.Tensor | None = None,
                 val_ref: torch.Tensor | None = None, eval_every: int = 50, max_steps: int | None = None,
-                model: RadarModel | None = None) -> tuple[RadarModel, TrainLog]:
-    """Train with POMO REINFORCE for ``seconds`` of wall clock (or ``max_steps`` batches)."""
+                model: RadarModel | MatNetModel | None = None) -> tuple[RadarModel | MatNetModel, TrainLog]:
+    """Train with POMO REINFORCE for ``seconds`` of wall clock (or ``max_steps`` batches); a
+    :class:`MatNetConfig` trains MatNet's two-stream model with the same loop."""
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
-    model = RadarModel(cfg) if model is None else model
+    model = make_model(cfg) if model is None else model
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     log = TrainLog([], [], [], [])
     t0, step, starts = time.perf_counter(), 0, torch.arange(n)
@@ -131,7 +140,7 @@ def train_radar(cfg: RadarConfig, n: int, *, seconds: float, batch_size: int = 6
 
 
 @torch.no_grad()
-def greedy_pomo(model: RadarModel, cost: torch.Tensor, augmentations: int = 1, seed: int = 0) -> torch.Tensor:
+def greedy_pomo(model: RadarModel | MatNetModel, cost: torch.Tensor, augmentations: int = 1, seed: int = 0) -> torch.Tensor:
     """Best greedy POMO tour length per instance (B,), over ``augmentations`` encodings."""
     model.eval()
     gen = torch.Generator().manual_seed(seed)
@@ -159,7 +168,7 @@ class RadarSettings:
 
 
 @torch.no_grad()
-def radar_solve(model: RadarModel, distance_matrix: np.ndarray, settings: RadarSettings = RadarSettings(),
+def radar_solve(model: RadarModel | MatNetModel, distance_matrix: np.ndarray, settings: RadarSettings = RadarSettings(),
                 seed: int = 0) -> tuple[np.ndarray, float]:
     """Best tour over ``augmentations x len(start_nodes)`` rollouts, and its length under the
     given matrix. Augmentation 0 is the canonical encoding; the others flip SVD signs (or
@@ -183,17 +192,21 @@ def radar_solve(model: RadarModel, distance_matrix: np.ndarray, settings: RadarS
     return np.asarray(best_tour, dtype=np.int64), best_len
 
 
-def save_radar(model: RadarModel, path: Path, meta: dict | None = None) -> None:
-    """Weights in float32 with the config, as a small ``.pt`` file."""
-    torch.save({"config": model.cfg.to_dict(), "state_dict": model.state_dict(), "meta": meta or {}}, path)
+def save_radar(model: RadarModel | MatNetModel, path: Path, meta: dict | None = None) -> None:
+    """Weights in float32 with the config (and ``arch``: ``radar`` or ``matnet``), as a small ``.pt`` file."""
+    arch = "matnet" if isinstance(model, MatNetModel) else "radar"
+    torch.save({"arch": arch, "config": model.cfg.to_dict(), "state_dict": model.state_dict(), "meta": meta or {}},
+               path)
 
 
-def load_radar(name_or_path: str | Path) -> RadarModel:
-    """Load a model saved by :func:`save_radar`; a bare name is looked up in ``weights/``."""
+def load_radar(name_or_path: str | Path) -> RadarModel | MatNetModel:
+    """Load a model saved by :func:`save_radar` (files without ``arch`` are RADAR models); a bare
+    name is looked up in ``weights/``."""
     path = Path(name_or_path)
     if not path.suffix:
         path = WEIGHTS_DIR / f"{name_or_path}.pt"
     blob = torch.load(path, map_location="cpu", weights_only=True)
-    model = RadarModel(RadarConfig(**blob["config"]))
+    cfg_cls = {"radar": RadarConfig, "matnet": MatNetConfig}[blob.get("arch", "radar")]
+    model = make_model(cfg_cls(**blob["config"]))
     model.load_state_dict(blob["state_dict"])
     return model.eval()

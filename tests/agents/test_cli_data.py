@@ -19,7 +19,7 @@ runner = CliRunner()
 def test_data_help_lists_the_tools():
     res = runner.invoke(app, ["data", "--help"])
     assert res.exit_code == 0, res.output
-    tools = ("tsp-refs", "train-radar", "train-fmip", "routing-refs", "optwvp-refs")
+    tools = ("tsp-refs", "train-radar", "train-fmip", "routing-refs", "optwvp-refs", "toptwvp-refs")
     for name in tools:
         assert name in res.output
     top = runner.invoke(app, ["--help"])
@@ -113,3 +113,13 @@ def test_missing_fmip_weights_name_the_command(tmp_path, monkeypatch):
             fmip_guidance._model()
     finally:
         fmip_guidance._model.cache_clear()
+
+
+def test_train_radar_acvrp_steps_trains_the_acvrp_model(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.set_num_threads(1)
+    res = runner.invoke(app, ["data", "train-radar", "--acvrp-steps", "1", "--weights-dir", str(tmp_path),
+                              "--results", str(tmp_path / "r.json")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "radar_acvrp20.pt").is_file() and not list(tmp_path.glob("radar_atsp*"))
+    assert json.loads((tmp_path / "r.json").read_text())["rows"][0]["steps"] == 1

@@ -1,6 +1,9 @@
 """benchmarks/discovery.py with the scripted model: every arm runs to its call budget and is measured."""
 
+import json
+
 from benchmarks.discovery import run_all
+from hifo.agents.eoh_selection import pop_greedy
 
 
 def test_arms_run_to_equal_calls_and_are_measured(tmp_path, make_fake_model):
@@ -51,6 +54,18 @@ def test_eoh_tsp_and_transfer_arms_with_test_curves_and_plot(tmp_path, make_fake
         ops = {c.operator for c in store.candidates(not_operator="baseline") if c.generation > 0}
         assert ops and ops <= {"e1", "e2", "m1", "m2", "repair"}
         assert all(not p["principle_ids"] for p in store.prompts())
+        # ... and EoH's survivors: each generation keeps pop_greedy of the population and its new candidates
+        events = [json.loads(x) for x in (tmp_path / "bpp_online-eoh-0" / "events.jsonl").read_text().splitlines()]
+        selects = [e for e in events if e["kind"] == "select"]
+        assert len(selects) >= 2
+        population: list[str] = []
+        for e in selects:
+            new = [c for c in store.candidates(generation=e["generation"], status="evaluated") if c.ok]
+            pool = list({c.id: c for c in [store.candidate(i) for i in population] + new}.values())
+            assert e["population"] == [c.id for c in pop_greedy(pool, 4, lambda c: c.fitness)]
+            fits = [store.candidate(i).fitness for i in e["population"]]
+            assert len(set(fits)) == len(fits)
+            population = e["population"]
     finally:
         store.close()
     # transfer: the tsp run started from what the bpp run left

@@ -22,7 +22,8 @@ from hifo.sandbox.job import SandboxResult
 
 ATTACKS = sorted((Path(__file__).parent / "attacks").glob("*.py"))
 # Baselines that are deterministic given the instance (no wall-clock budget inside the algorithm).
-EXACT = ("bpp_online", "tsp_construct", "atsp_construct", "acvrp_construct", "optwvp_route", "optwvp_service")
+EXACT = ("bpp_online", "tsp_construct", "atsp_construct", "acvrp_construct", "optwvp_route", "optwvp_service",
+         "toptwvp_route")
 
 
 def _header(path: Path) -> tuple[str, str]:

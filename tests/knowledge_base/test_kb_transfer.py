@@ -25,7 +25,7 @@ def test_export_import_round_trip_reproduces_everything(tmp_path, clock):
         assert src.export_json(tmp_path / "out" / "export.json") == 3
         original = [p.to_dict() for p in src.list(status=None)]
     document = json.loads((tmp_path / "out" / "export.json").read_text())
-    assert document["format"] == "hifo-principles" and document["version"] == 1
+    assert document["format"] == "hifo-principles" and document["version"] == 2
     assert len(document["principles"]) == 3
     with KnowledgeBase(tmp_path / "b.sqlite", clock=clock) as dst:
         report = dst.import_json(tmp_path / "out" / "export.json")

@@ -62,3 +62,34 @@ def test_check_team_rejects_shared_customers_and_extra_routes():
     with pytest.raises(InfeasibleRoute, match="3 routes for 2"):
         check_team(inst, [[r[0]], [], []], 2)
     assert np.array_equal(check_team(inst, [r], 2)[0], r)
+
+
+def test_joint_construction_with_one_vehicle_is_construct_route():
+    from hifo.problems.optwvp import construct_team_joint
+
+    for seed in (0, 1):
+        inst = generate_instance(50, seed)
+        single = construct_route(inst, density_scorer)
+        joint = construct_team_joint(inst, 1, lambda vehicle, vehicles, **kw: density_scorer(**kw))
+        assert joint[0] == [single[0]] and joint[1] == pytest.approx(single[1], rel=1e-12)
+
+
+def test_joint_construction_sees_every_route_and_returns_a_valid_team():
+    from hifo.problems.optwvp import TEAM_FIELDS, construct_team_joint, team_candidates
+
+    inst = generate_instance(50, 3)
+    seen = []
+
+    def rule(node, position, vehicle, vehicles, time_left, horizon, **kw):
+        seen.append((set(vehicle.tolist()), vehicles))
+        assert len(time_left) == len(node) and np.all(time_left <= horizon + 1e-9)
+        return -kw["added_travel"]
+
+    routes, prof = construct_team_joint(inst, 3, rule)
+    check_team(inst, routes, 3)
+    assert prof == pytest.approx(team_profit(inst, routes)) and prof > 0
+    assert seen[0] == ({0, 1, 2}, 3)  # the first step offers every customer on every route
+    cand = team_candidates(inst, [routes[0], [], []], np.isin(np.arange(inst.n), routes[0]))
+    assert set(cand) == set(TEAM_FIELDS) and not np.isin(cand["node"], routes[0]).any()
+    with pytest.raises(ValueError, match="shape"):
+        construct_team_joint(inst, 2, lambda **kw: np.zeros(1))
