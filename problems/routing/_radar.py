@@ -30,14 +30,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-if TYPE_CHECKING:
-    from ._matnet import MatNetConfig
+
+class DecoderDims(Protocol):
+    """What the decoder reads of a model's configuration (RadarConfig and MatNet's config both have it)."""
+
+    @property
+    def embedding_dim(self) -> int: ...
+    @property
+    def head_num(self) -> int: ...
+    @property
+    def qkv_dim(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -189,7 +197,7 @@ class Decoder(nn.Module):
     """POMO decoder: glimpse over the nodes, then clipped single-head compatibilities (also
     MatNet's, with row queries and column keys)."""
 
-    def __init__(self, cfg: RadarConfig | MatNetConfig):
+    def __init__(self, cfg: DecoderDims):
         super().__init__()
         d, hd = cfg.embedding_dim, cfg.head_num * cfg.qkv_dim
         self.wq_first, self.wq_last = nn.Linear(d, hd, bias=False), nn.Linear(d, hd, bias=False)

@@ -67,7 +67,10 @@ def test_the_rule_decides_the_vehicle(ev):
     inst = next(i for i in ev.load_instances("train") if i.meta["vehicles"] == 3)
     base = compiled(ev.baseline_source())
     # the density rule ties on empty routes and the first (route 0) wins; spreading over routes differs
-    spread = lambda **kw: base(**kw) + 50.0 * (kw["time_left"] == kw["horizon"])  # prefer an empty route
+
+    def spread(**kw):  # prefer an empty route
+        return base(**kw) + 50.0 * (kw["time_left"] == kw["horizon"])
+
     a, b = ev.score(inst, ev.solve(base, inst)), ev.score(inst, ev.solve(spread, inst))
     assert a["routes_used"] == 2 and b["routes_used"] == 3 and a["profit"] != b["profit"]
 
