@@ -201,3 +201,71 @@ def grammar_accepts(llm: Any, gbnf: str, text: str) -> bool:
         return allowed(llama_cpp.llama_vocab_eos(vocab))
     finally:
         llama_cpp.llama_sampler_free(smpl)
+
+
+class GrammarMask:
+    """A llama-cpp-python logits processor that keeps only tokens ``gbnf`` allows (the grammar's state
+    follows the tokens sampled so far).
+
+    llama-cpp-python's own ``grammar=`` checks the whole vocabulary at every step; with Gemma 3's 262k
+    tokens that measured 1-5 tokens/s instead of ~22.  This mask checks only the ``top`` highest-scoring
+    tokens (one llama.cpp call) and the whole vocabulary only when none of them is allowed.  With the
+    default sampler (top-k 40, top-p 0.95, min-p 0.05 after it) this samples from the allowed tokens among
+    the model's ``top`` best, where llama-cpp-python's ``grammar=`` samples from the 40 best allowed tokens:
+    the two differ only when fewer than 40 of the ``top`` are allowed, i.e. in the far tail."""
+
+    def __init__(self, llm: Any, gbnf: str, top: int = 128):
+        import llama_cpp
+
+        self._lc = llama_cpp
+        self._vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        self._smpl = llama_cpp.llama_sampler_init_grammar(self._vocab, gbnf.encode(), b"root")
+        if not self._smpl:
+            raise ValueError("llama.cpp could not parse the grammar")
+        self.top = top
+        self._seen: int | None = None
+        self.full_scans = 0  # steps where none of the top tokens was allowed
+
+    def _allowed(self, ids: Any) -> Any:
+        import ctypes
+
+        import numpy as np
+
+        lc = self._lc
+        data = (lc.llama_token_data * len(ids))(*[lc.llama_token_data(int(t), 0.0, 0.0) for t in ids])
+        arr = lc.llama_token_data_array(data=ctypes.cast(data, lc.llama_token_data_p), size=len(ids),
+                                        selected=-1, sorted=False)
+        lc.llama_sampler_apply(self._smpl, ctypes.byref(arr))
+        # the grammar sampler masks in place and keeps the order (it never drops entries)
+        return np.array([data[i].logit != float("-inf") for i in range(len(ids))], dtype=bool)
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import numpy as np
+
+        n = len(input_ids)
+        if self._seen is None:
+            self._seen = n
+        for tok in input_ids[self._seen:n]:
+            self._lc.llama_sampler_accept(self._smpl, int(tok))
+        self._seen = n
+        k = min(self.top, len(scores))
+        ids = np.argpartition(-scores, k - 1)[:k]
+        ok = self._allowed(ids)
+        if not ok.any():
+            self.full_scans += 1
+            ids = np.arange(len(scores))
+            ok = self._allowed(ids)
+        out = np.full_like(scores, -np.inf)
+        out[ids[ok]] = scores[ids[ok]]
+        return out
+
+    def close(self) -> None:
+        if self._smpl:
+            self._lc.llama_sampler_free(self._smpl)
+            self._smpl = None
+
+    def __del__(self) -> None:  # pragma: no cover - a safety net; callers close
+        try:
+            self.close()
+        except Exception:
+            pass
