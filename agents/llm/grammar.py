@@ -96,7 +96,7 @@ def build_gbnf(spec: Any, params: list[str], prefix: str = "") -> str:
     typed = spec.returns == "array"
     out: list[str] = []
     rule = out.append
-    rule(f"root ::= body-0")
+    rule("root ::= body-0")
     rule("num ::= [0-9]{1,3} (\".\" [0-9]{1,3})?")
     rule("addop ::= \" + \" | \" - \"")
     rule("mulop ::= \" * \" | \" / \"")

@@ -104,7 +104,8 @@ def test_the_search_constrains_only_the_embedded_model():
     from hifo.agents.search import SearchNodes
 
     def use(model, style="completion", on=True):
-        node = SimpleNamespace(cfg=SimpleNamespace(grammar=on), style=style, rt=SimpleNamespace(client=SimpleNamespace(model=model)))
+        client = SimpleNamespace(model=model)
+        node = SimpleNamespace(cfg=SimpleNamespace(grammar=on), style=style, rt=SimpleNamespace(client=client))
         return SearchNodes._grammar(node)
 
     assert use("local:gemma-3-270m-q4_k_m") and use("local:my.gguf")
@@ -139,7 +140,8 @@ def test_llama_cpp_accepts_what_the_grammar_means_and_rejects_the_rest():
     # the baselines' bodies are expressible (Best Fit as written; nearest neighbour inlined)
     assert grammar_accepts(llm, _prompt(BPP, "e1").messages[0]["grammar"], "    return -(bins - item)\n")
     tsp = _prompt(TSP, "e1").messages[0]["grammar"]
-    assert grammar_accepts(llm, tsp, "    return int(unvisited_nodes[np.argmin(distance_matrix[current_node, unvisited_nodes])])\n")
+    nn = "    return int(unvisited_nodes[np.argmin(distance_matrix[current_node, unvisited_nodes])])\n"
+    assert grammar_accepts(llm, tsp, nn)
     assert grammar_accepts(llm, tsp, "    score = distance_matrix[current_node, unvisited_nodes]\n"
                                      "    return int(unvisited_nodes[np.argmax(-score + 0.1 * len(unvisited_nodes))])\n")
     for bad in ("    return 3\n", "    return unvisited_nodes[0]\n", "    return int(unvisited_nodes[0])\n"):
