@@ -107,7 +107,13 @@ def best_vs_baseline(run_dir: Path, problem: str, executor: Any = None) -> dict[
             return max(ok, key=lambda c: c.fitness) if ok else None
 
         made, base = best(store.candidates(not_operator=("baseline", "hyper"))), best(store.candidates(operator="baseline"))
-        out: dict[str, Any] = {"best_train": made and round(made.objective, 4),
+        valid = [c for c in store.candidates(not_operator=("baseline", "hyper")) if c.ok]
+        # valid is not new: how many valid candidates score differently from each other and from the baseline
+        distinct = {round(c.objective, 6) for c in valid}
+        out: dict[str, Any] = {"valid_distinct_objectives": len(distinct),
+                               "valid_scoring_as_baseline": sum(base is not None and round(c.objective, 6)
+                                                                == round(base.objective, 6) for c in valid),
+                               "best_train": made and round(made.objective, 4),
                                "baseline_train": base and round(base.objective, 4),
                                "best_code": made and made.code}
         if executor is not None:
@@ -164,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
             rows[problem] = row
             print(f"{problem:<14} valid {row['valid']}/{row['candidates']} ({row['valid_rate']})  {row['classes']}  "
                   f"{row['wall_s']} s  best {row['best_train']} vs baseline {row['baseline_train']} (train), "
-                  f"{row['best_test']} vs {row['baseline_test']} (test)", flush=True)
+                  f"{row['best_test']} vs {row['baseline_test']} (test); valid: {row['valid_distinct_objectives']} distinct "
+                  f"objectives, {row['valid_scoring_as_baseline']} scoring as the baseline", flush=True)
     out = Path(a.out)
     data = json.loads(out.read_text()) if out.exists() else {}
     data[a.label] = {"command": "python -m benchmarks.valid_rate " + " ".join(argv or __import__("sys").argv[1:]),
