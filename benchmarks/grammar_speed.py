@@ -7,7 +7,7 @@ times in three modes: ``free`` (no grammar), ``mask`` (the prompt's grammar thro
 runs use) and ``llama_grammar`` (llama-cpp-python's own ``grammar=``, which checks the whole vocabulary at
 every step).  The prompt is evaluated once beforehand, so the figures are generated tokens per second of
 decoding alone (llama-cpp-python reuses the evaluated prompt).  Prints JSON; the machine's load average is
-included because the figures scale with it.
+included because the figures scale with it. Results: `benchmarks/results/grammar_speed.json` (stdout, redirected).
 """
 
 from __future__ import annotations
