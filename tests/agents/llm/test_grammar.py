@@ -144,6 +144,11 @@ def test_llama_cpp_accepts_what_the_grammar_means_and_rejects_the_rest():
     assert grammar_accepts(llm, tsp, nn)
     assert grammar_accepts(llm, tsp, "    score = distance_matrix[current_node, unvisited_nodes]\n"
                                      "    return int(unvisited_nodes[np.argmax(-score + 0.1 * len(unvisited_nodes))])\n")
+    # heuristics that beat the baselines on the test sets (README: 16.96 % vs 23.52 %; 3.94 % vs 3.98 %)
+    assert grammar_accepts(llm, tsp, "    return int(unvisited_nodes[np.argmin(distance_matrix[current_node, unvisited_nodes]"
+                                     " - 0.3 * np.mean(distance_matrix[unvisited_nodes][:, unvisited_nodes], axis=1))])\n")
+    assert grammar_accepts(llm, _prompt(BPP, "e1").messages[0]["grammar"],
+                           "    score = bins - item\n    return -(score) + np.where(score > 15, 5, 0)\n")
     for bad in ("    return 3\n", "    return unvisited_nodes[0]\n", "    return int(unvisited_nodes[0])\n"):
         assert not grammar_accepts(llm, tsp, bad), bad
     with pytest.raises(ValueError):
