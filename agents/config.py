@@ -48,6 +48,9 @@ class RunConfig(BaseModel):
     distill: bool = True
     repair: bool = Field(True, description="error feedback: a reply whose code fails a static check goes back to "
                                            "the model once, with its error, within the call budget")
+    grammar: bool = Field(True, description="constrain the embedded model (local / local:*) to the evaluator's "
+                                            "slot grammar, when it declares one (agents/llm/grammar.py); other "
+                                            "models are never constrained")
     foresight: bool = Field(True, description="off: no regime or directive in the prompts, fixed operator weights "
                                               "(the ablation of benchmarks/discovery.py)")
     operators: list[Literal["e1", "e2", "m1", "m2", "m3"]] | None = Field(

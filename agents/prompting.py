@@ -127,6 +127,7 @@ def render_operator(
     directive: str,
     regime: str | None = None,
     edit: bool | None = None,
+    grammar: bool = False,
 ) -> RenderedPrompt:
     """Build the prompt of one LLM operator (``i1``, ``e1``, ``e2``, ``m1``, ``m2``, ``m3``).
 
@@ -135,7 +136,11 @@ def render_operator(
 
     ``edit`` (completion style; default: on for `EDIT_OPERATORS`): the new version starts with the best
     shown version's body, its final ``return X`` turned into ``result = X`` (`edit_start`), so a small
-    model edits working code instead of writing from scratch; the continuation is parsed with that start."""
+    model edits working code instead of writing from scratch; the continuation is parsed with that start.
+
+    ``grammar`` (completion style): when the evaluator declares a ``slot_grammar``, the prompt message
+    carries the GBNF grammar of the rest of the body (`hifo.agents.llm.grammar.grammar_for`) under the key
+    ``"grammar"``; the embedded model's client decodes under it, other clients never get it."""
     from hifo.agents.foresight import regime_instruction
 
     if operator not in LLM_OPERATORS:
@@ -188,8 +193,14 @@ def render_operator(
         task_comment=evaluator.description.strip().replace('"""', "'''"),
         principles_comments=principles_comments, directive=directive or "(none)",
         imports=tpl.imports, parents_code="\n\n".join(blocks), next_def=next_def).rstrip("\n") + "\n"
-    return RenderedPrompt(operator, style, [{"role": "prompt", "content": text}], next_def, list(COMPLETION_STOP),
-                          versions)
+    message = {"role": "prompt", "content": text}
+    if grammar:
+        from hifo.agents.llm.grammar import grammar_for
+
+        gbnf = grammar_for(evaluator, next_def)
+        if gbnf:
+            message["grammar"] = gbnf
+    return RenderedPrompt(operator, style, [message], next_def, list(COMPLETION_STOP), versions)
 
 
 def link_versions(code: str, entry: str, versions: dict[str, str]) -> str:

@@ -87,4 +87,4 @@ def repair_messages(style: str, messages: list[dict[str, str]], reply: str, pars
                                             "```python block."}]
     # completion style: the failing version, a comment with the error, and the same def line again
     text = messages[-1]["content"] + reply.rstrip() + f"\n\n\n# The function above fails: {error}\n# Fixed:\n" + prefix
-    return [{"role": messages[-1]["role"], "content": text}]
+    return [{**messages[-1], "content": text}]  # a grammar on the prompt constrains the repair too

@@ -131,6 +131,11 @@ class SearchNodes(DistillNode, SelectNode):
             plan.append((op, [pop[i] for i in idx]))
         return plan
 
+    def _grammar(self) -> bool:
+        """Grammar-constrained decoding: only for the embedded model (whose client applies it) and only
+        when the config allows it; the evaluator may still declare no grammar."""
+        return self.cfg.grammar and self.style == "completion" and self.rt.client.model.startswith("local:")
+
     def _call(self, messages: list[dict], seed: int, stop: list[str]) -> Any:
         left = self.wall_left()
         if left is not None and left <= 0:
@@ -168,7 +173,8 @@ class SearchNodes(DistillNode, SelectNode):
         text_of = {p.id: p.text for p in recalled}
         prompts = [render_operator(self.style, op, evaluator=self.ev, parents=[_view(p) for p in parents],
                                    principles=[text_of[i] for i in ids], directive=state.get("directive", ""),
-                                   regime=state.get("regime")) for (op, parents), ids in zip(plan, subsets)]
+                                   regime=state.get("regime"), grammar=self._grammar())
+                   for (op, parents), ids in zip(plan, subsets)]
         stop_reason = None
         replies: dict[int, Any] = {}
         done: set[int] = set()

@@ -97,6 +97,39 @@ def measure(run_dir: Path) -> dict[str, Any]:
         store.close()
 
 
+def best_vs_baseline(run_dir: Path, problem: str, executor: Any = None) -> dict[str, Any]:
+    """The best model-made candidate's and the best baseline's training objective (the run's own scores),
+    and with ``executor`` both re-scored on the evaluator's test set."""
+    store = RunStore(run_dir / "run.sqlite")
+    try:
+        def best(rows: list[CandidateRow]) -> CandidateRow | None:
+            ok = [c for c in rows if c.ok]
+            return max(ok, key=lambda c: c.fitness) if ok else None
+
+        made, base = best(store.candidates(not_operator=("baseline", "hyper"))), best(store.candidates(operator="baseline"))
+        valid = [c for c in store.candidates(not_operator=("baseline", "hyper")) if c.ok]
+        # valid is not new: how many valid candidates score differently from each other and from the baseline
+        distinct = {round(c.objective, 6) for c in valid}
+        out: dict[str, Any] = {"valid_distinct_objectives": len(distinct),
+                               "valid_scoring_as_baseline": sum(base is not None and round(c.objective, 6)
+                                                                == round(base.objective, 6) for c in valid),
+                               "best_train": made and round(made.objective, 4),
+                               "baseline_train": base and round(base.objective, 4),
+                               "best_code": made and made.code}
+        if executor is not None:
+            from hifo.agents.evaluation import CandidateEvaluator
+            from hifo.evaluators import get_evaluator
+
+            ev = get_evaluator(problem)
+            tester = CandidateEvaluator(ev, ev.default_test_set, executor)
+            for key, c in (("best_test", made), ("baseline_test", base)):
+                s = tester.evaluate(c.code) if c is not None else None
+                out[key] = round(s.objective, 4) if s is not None and s.feasible else None
+        return out
+    finally:
+        store.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=16)
@@ -105,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="local")
     ap.add_argument("--label", default="current")
     ap.add_argument("--temperature", type=float, default=None, help="override the run's sampling temperature")
+    ap.add_argument("--grammar", choices=("on", "off"), default="on",
+                    help="grammar-constrained decoding of the embedded model (RunConfig.grammar; default on)")
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--measure", nargs="+", metavar="RUN_DIR",
                     help="only classify existing run directories (e.g. a run stopped early) and print JSON")
@@ -125,18 +160,22 @@ def main(argv: list[str] | None = None) -> int:
     rows = {}
     with tempfile.TemporaryDirectory() as tmp, LocalExecutor(max_workers=2) as ex:
         for problem in a.problems:
-            extra = {} if a.temperature is None else {"temperature": a.temperature}
+            extra: dict[str, Any] = {"grammar": a.grammar == "on"}
+            if a.temperature is not None:
+                extra["temperature"] = a.temperature
             cfg = arm_config(problem, "full", a.seed, a.calls, a.model, Path(tmp), workers=1, **extra)
             t0 = time.time()
             run_dir, _ = start_run(cfg, executor=ex)
-            row = {**measure(run_dir), "wall_s": round(time.time() - t0, 1)}
+            row = {**measure(run_dir), "wall_s": round(time.time() - t0, 1), **best_vs_baseline(run_dir, problem, ex)}
             rows[problem] = row
             print(f"{problem:<14} valid {row['valid']}/{row['candidates']} ({row['valid_rate']})  {row['classes']}  "
-                  f"{row['wall_s']} s", flush=True)
+                  f"{row['wall_s']} s  best {row['best_train']} vs baseline {row['baseline_train']} (train), "
+                  f"{row['best_test']} vs {row['baseline_test']} (test); valid: {row['valid_distinct_objectives']} distinct "
+                  f"objectives, {row['valid_scoring_as_baseline']} scoring as the baseline", flush=True)
     out = Path(a.out)
     data = json.loads(out.read_text()) if out.exists() else {}
     data[a.label] = {"command": "python -m benchmarks.valid_rate " + " ".join(argv or __import__("sys").argv[1:]),
-                     "calls": a.calls, "seed": a.seed, "model": a.model,
+                     "calls": a.calls, "seed": a.seed, "model": a.model, "grammar": a.grammar,
                      "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "problems": rows}
     out.write_text(json.dumps(data, indent=1) + "\n")
     return 0

@@ -65,6 +65,28 @@ class FunctionTemplate:
 
 
 @dataclass(frozen=True)
+class SlotGrammar:
+    """An optional description of the small Python subset a slot's body may be written in, for
+    grammar-constrained decoding of small local models (`hifo.agents.llm.grammar` turns it into a
+    llama.cpp GBNF grammar).  Pure data: the evaluator says which expressions are arrays and which are
+    numbers, and what the function returns; the builder adds arithmetic, comparisons, ``np.where`` and an
+    allowlist of numpy functions, and a few assignments to local names.
+
+    ``returns``: ``"array"`` (the return expression must contain one of ``array_atoms``, so it has their
+    shape: all array atoms must have the same shape) or ``"choice"`` (``return int(<choice_from>[np.argmin(e)])``
+    or ``np.argmax``, ``e`` an expression over the atoms; all array atoms then must have the length of
+    ``choice_from``).  ``array_names`` are the argument names that hold arrays (to type the local names an
+    edit start defines).  ``locals`` are the fresh local names a body may assign, in order."""
+
+    array_atoms: tuple[str, ...]
+    scalar_atoms: tuple[str, ...]
+    returns: Literal["array", "choice"] = "array"
+    choice_from: str | None = None
+    array_names: tuple[str, ...] = ()
+    locals: tuple[str, ...] = ("score", "penalty", "weight")
+
+
+@dataclass(frozen=True)
 class Limits:
     """Per-candidate resource limits applied by the sandbox."""
 
@@ -148,6 +170,8 @@ class Evaluator(ABC):
     # name -> {instance set -> {metric -> value it should reach}}
     reference_figures: dict[str, dict[str, dict[str, float]]] = {}
     tags: tuple[str, ...] = ()
+    # optional: the body's Python subset for grammar-constrained decoding of the embedded model (None: none)
+    slot_grammar: SlotGrammar | None = None
     # What the candidate's code may import (the slot fence, :mod:`hifo.sandbox._fence`): stdlib
     # helpers and numpy by default; never evaluators/problems, solver libraries, sys/inspect/gc/os.
     slot_imports: tuple[str, ...] = (

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, SlotGrammar
 from hifo.problems.binpacking import (
     BinPackingInstance,
     InvalidPacking,
@@ -106,6 +106,9 @@ class BinPackingOnline(Evaluator):
         },
     }
     tags = ("bin packing", "online", "funsearch")
+    # grammar-constrained decoding of the embedded model: array expressions over bins (one score per bin)
+    slot_grammar = SlotGrammar(array_atoms=("bins", "np.arange(len(bins))"), scalar_atoms=("item", "len(bins)"),
+                               returns="array", array_names=("bins",), locals=("score", "gap", "fit"))
 
     def load_instances(self, instance_set: str) -> list[BinPackingInstance]:
         return list(_load(instance_set))

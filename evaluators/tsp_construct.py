@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, SlotGrammar
 from hifo.evaluators._data import checked_reference, load_refs
 from hifo.problems.routing import (
     InvalidTour,
@@ -129,6 +129,15 @@ class TSPConstruct(Evaluator):
         },
     }
     tags: tuple[str, ...] = ("routing", "tsp", "constructive", "eoh")
+    # grammar-constrained decoding of the embedded model: the return picks one of unvisited_nodes by
+    # np.argmin / np.argmax of an expression over per-candidate distance vectors
+    slot_grammar = SlotGrammar(
+        array_atoms=("distance_matrix[current_node, unvisited_nodes]",
+                     "distance_matrix[unvisited_nodes, destination_node]",
+                     "np.mean(distance_matrix[unvisited_nodes][:, unvisited_nodes], axis=1)"),
+        scalar_atoms=("distance_matrix[current_node, destination_node]", "len(unvisited_nodes)"),
+        returns="choice", choice_from="unvisited_nodes", array_names=("distance_matrix", "unvisited_nodes"),
+        locals=("score", "d_next", "d_home"))
 
     def load_instances(self, instance_set: str) -> list[TSPInstance]:
         return list(_load(instance_set))

@@ -13,7 +13,9 @@ from hifo.agents.llm.base import Completion, LLMClient, Message
 def canonical_request(messages: list[Message], n: int, temperature: float, seed: int | None,
                       max_tokens: int, stop: list[str] | None) -> dict[str, Any]:
     """The request as plain JSON data; equal requests give equal dicts (1 and 1.0, [] and None agree)."""
-    return {"messages": [{"role": str(m["role"]), "content": str(m["content"])} for m in messages],
+    # a message's "grammar" (a GBNF text constraining the embedded model's reply) is part of the request
+    return {"messages": [{"role": str(m["role"]), "content": str(m["content"]),
+                          **({"grammar": str(m["grammar"])} if m.get("grammar") else {})} for m in messages],
             "n": int(n), "temperature": float(temperature), "seed": None if seed is None else int(seed),
             "max_tokens": int(max_tokens), "stop": list(stop) if stop else None}
 

@@ -123,6 +123,9 @@ class LocalGGUFClient:
     """A base (non-chat) model: a "prompt" message is continued verbatim, chat messages are flattened
     into one plain prompt. Sample i of a call uses seed+i, so a seeded call is reproducible.
 
+    A last message with a ``"grammar"`` key (GBNF text, `hifo.agents.llm.grammar`) constrains the reply to
+    that grammar (llama.cpp's grammar sampler); ``stats["grammar_calls"]`` counts such samples.
+
     ``load_s`` is the load time; ``stats`` holds generated tokens and seconds, and ``tokens_per_s``."""
 
     style = "completion"
@@ -137,7 +140,7 @@ class LocalGGUFClient:
         self.n_threads = n_threads or _default_threads()
         self.model = "local:gemma-3-270m-q4_k_m" if model_path is None else f"local:{self.path.name}"
         self.load_s: float | None = None
-        self.stats = {"completion_tokens": 0, "generate_s": 0.0}
+        self.stats = {"completion_tokens": 0, "generate_s": 0.0, "grammar_calls": 0}
         self._loaded: tuple[Any, threading.Lock] | None = None
 
     def _model(self) -> tuple[Any, threading.Lock]:
@@ -157,15 +160,31 @@ class LocalGGUFClient:
         if seed is None:  # unseeded means a fresh draw (llama.cpp would derive it from its last seed)
             seed = random.SystemRandom().randrange(2**31)
         out = []
+        gbnf = messages[-1].get("grammar") if messages else None
         llm, lock = self._model()
         with lock:
             for i in range(n):
                 kwargs = {"max_tokens": max_tokens, "temperature": temperature, "stop": stop or [], "seed": seed + i}
+                mask = None
+                if gbnf:
+                    from llama_cpp import LogitsProcessorList
+
+                    from hifo.agents.llm.grammar import GrammarMask
+
+                    try:
+                        mask = GrammarMask(llm, gbnf)
+                    except ValueError as exc:
+                        raise LLMError(f"{self.model}: {exc}") from exc
+                    kwargs["logits_processor"] = LogitsProcessorList([mask])
+                    self.stats["grammar_calls"] += 1
                 t0 = time.perf_counter()
                 try:
                     r = llm(prompt, **kwargs)
                 except ValueError as exc:  # e.g. the prompt does not fit in n_ctx
                     raise LLMError(f"{self.model}: {exc}") from exc
+                finally:
+                    if mask is not None:
+                        mask.close()
                 dt = time.perf_counter() - t0
                 usage, choice = r["usage"], r["choices"][0]
                 self.stats["completion_tokens"] += usage["completion_tokens"]
