@@ -124,6 +124,15 @@ def routes_profit(inst: OPTWVPInstance, routes: list) -> np.ndarray:
     return routes_optimal(inst, routes)[1]
 
 
+def checked_scores(raw: object, m: int) -> np.ndarray:
+    """A scorer's answer as ``m`` floats, non-finite entries mapped to -inf (never chosen); a ValueError
+    naming the shape when it is not one score per candidate."""
+    scores = np.asarray(raw, dtype=float)
+    if scores.shape != (m,):
+        raise ValueError(f"the scorer returned shape {scores.shape}, expected ({m},)")
+    return np.where(np.isfinite(scores), scores, -np.inf)
+
+
 def construct_route(inst: OPTWVPInstance, scorer: InsertionScorer,
                     max_steps: int | None = None) -> tuple[list[int], float]:
     """Greedy insertion driven by ``scorer``; the best stage-2 prefix route and its profit.
@@ -144,11 +153,8 @@ def construct_route(inst: OPTWVPInstance, scorer: InsertionScorer,
             break
         _, s, _ = _schedule_d0(inst, np.asarray(route, dtype=np.int64))
         args = {f: cand[f].copy() for f in CANDIDATE_FIELDS}
-        scores = np.asarray(scorer(**args, time_left=float(inst.horizon - s[-1]),
-                                   horizon=float(inst.horizon)), dtype=float)
-        if scores.shape != (m,):
-            raise ValueError(f"the scorer returned shape {scores.shape}, expected ({m},)")
-        scores = np.where(np.isfinite(scores), scores, -np.inf)
+        scores = checked_scores(scorer(**args, time_left=float(inst.horizon - s[-1]),
+                                       horizon=float(inst.horizon)), m)
         if not np.isfinite(scores.max()):
             break
         j = int(np.argmax(scores))

@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 
-from ._insertion import InsertionScorer, _schedule_d0, insert, insertion_candidates, routes_profit
+from ._insertion import InsertionScorer, _schedule_d0, checked_scores, insert, insertion_candidates, routes_profit
 from ._instance import OPTWVPInstance
 from ._schedule import InfeasibleRoute, check_route
 
@@ -81,12 +81,8 @@ def construct_team(inst: OPTWVPInstance, vehicles: int, scorer: InsertionScorer,
             if m == 0:
                 continue
             _, s, _ = _schedule_d0(inst, np.asarray(route, dtype=np.int64))
-            scores = np.asarray(scorer(**{f: v.copy() for f, v in cand.items()},
-                                       time_left=float(inst.horizon - s[-1]), horizon=float(inst.horizon)),
-                                dtype=float)
-            if scores.shape != (m,):
-                raise ValueError(f"the scorer returned shape {scores.shape}, expected ({m},)")
-            scores = np.where(np.isfinite(scores), scores, -np.inf)
+            scores = checked_scores(scorer(**{f: v.copy() for f, v in cand.items()},
+                                           time_left=float(inst.horizon - s[-1]), horizon=float(inst.horizon)), m)
             j = int(np.argmax(scores))
             if np.isfinite(scores[j]) and (choice is None or scores[j] > choice[0]):
                 choice = (float(scores[j]), k, int(cand["node"][j]), int(cand["position"][j]))
@@ -146,11 +142,8 @@ def construct_team_joint(inst: OPTWVPInstance, vehicles: int, scorer: InsertionS
         if m == 0:
             break
         args = {f: cand[f].copy() for f in TEAM_FIELDS if f != "vehicle"}
-        scores = np.asarray(scorer(**args, horizon=float(inst.horizon), vehicle=cand["vehicle"].copy(),
-                                   vehicles=int(vehicles)), dtype=float)
-        if scores.shape != (m,):
-            raise ValueError(f"the scorer returned shape {scores.shape}, expected ({m},)")
-        scores = np.where(np.isfinite(scores), scores, -np.inf)
+        scores = checked_scores(scorer(**args, horizon=float(inst.horizon), vehicle=cand["vehicle"].copy(),
+                                       vehicles=int(vehicles)), m)
         if not np.isfinite(scores.max()):
             break
         j = int(np.argmax(scores))
