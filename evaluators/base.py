@@ -184,6 +184,23 @@ class Evaluator(ABC):
     # times per instance (each call costs a round trip). The algorithm gets a proxy whose
     # ``slot_cpu_s`` is the CPU time spent there, for budgets counted in CPU time.
     slot_process: bool = False
+    # Reproducible fitness (:mod:`hifo.evaluators.determinism`): a score must be the same number on every
+    # machine. ``fitness_rtol`` is the relative difference the evaluator's metrics may show across CPUs
+    # (SIMD width, BLAS core type, thread count) and load: 0.0 means bit-identical, and anything else
+    # must be a *measured* figure (``python -m hifo.evaluators.determinism NAME``), not one picked to
+    # pass. ``load_dependent``: the budget is wall-clock time (the solver offers nothing else), so scores
+    # change with the machine's load; the evaluator's docs say so.
+    # A dict gives the tolerance per metric (key ``"*"``: every other metric).
+    fitness_rtol: float | dict[str, float] = 0.0
+    load_dependent: bool = False
+
+    @classmethod
+    def metric_rtol(cls, metric: str) -> float:
+        """The declared relative tolerance of ``metric`` (see ``fitness_rtol``)."""
+        tol = cls.fitness_rtol
+        if isinstance(tol, dict):
+            return float(tol.get(metric, tol.get("*", 0.0)))
+        return float(tol)
 
     # ---- trusted side -------------------------------------------------------------
     @abstractmethod

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-pytest.importorskip("torch")
+import torch  # noqa: F401  (a hard dependency)
 
 from hifo.evaluators.base import InfeasibleSolution  # noqa: E402
 from hifo.evaluators.fmip_guidance import BAND, FMIPGuidance, checked_guidance  # noqa: E402

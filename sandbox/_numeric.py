@@ -1,0 +1,65 @@
+"""The numeric kernels of the sandbox child: the same on every x86-64 CPU with AVX2 (issue 26).
+
+numpy, OpenBLAS, MKL and torch pick their kernels at run time from the CPU's features, so an AVX-512
+machine computes other last bits than an AVX2 one. Pinning the child to the AVX2 kernels makes the
+candidate's arithmetic, and every decision the algorithm takes on it, machine-independent.
+"""
+
+from __future__ import annotations
+
+import platform
+
+
+def _features() -> dict[str, bool]:
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as feats  # numpy >= 2
+    except ImportError:  # pragma: no cover - numpy 1.x
+        from numpy.core._multiarray_umath import __cpu_features__ as feats
+    return dict(feats)
+
+
+def cpu_avx512_features() -> list[str]:
+    """numpy's names of the AVX-512 features this CPU has (what the pinning switches off)."""
+    return sorted(k for k, on in _features().items() if on and k.startswith("AVX512"))
+
+
+def pinned_numeric_env() -> dict[str, str]:
+    """The numeric kernels the sandbox child is pinned to (used by :func:`hifo.sandbox._child.child_env`):
+    on x86-64, numpy without its AVX-512 kernels (``NPY_DISABLE_CPU_FEATURES`` lists the ones this CPU
+    has), OpenBLAS's Haswell (AVX2) kernels, MKL's AVX2 code path, torch's AVX2 kernels. Every
+    x86-64 CPU with AVX2 then runs the same kernels, so a candidate's arithmetic in the sandbox is the
+    same on a laptop, a CI runner and an AVX-512 server. Empty elsewhere (nothing to pin).
+    """
+    if platform.machine().lower() not in ("x86_64", "amd64") or not _features().get("AVX2"):
+        return {}  # nothing to pin to (an x86-64 CPU without AVX2 would fault on the Haswell kernels)
+    env = {"OPENBLAS_CORETYPE": "Haswell", "MKL_CBWR": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+           "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    wide = cpu_avx512_features()
+    if wide:
+        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(wide)
+    return env
+
+
+PINNED_VARS = ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
+               "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m hifo.sandbox._numeric --shell``: ``export`` lines for the pinned kernels (scripts/test.sh
+    runs the test process with them, so in-process figures are the sandbox's)."""
+    import shlex
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    env = pinned_numeric_env()
+    if args == ["--shell"]:
+        for k, v in env.items():
+            print(f"export {k}={shlex.quote(v)}")
+    else:
+        for k, v in env.items():
+            print(f"{k}={v}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
