@@ -349,10 +349,21 @@ def evaluate(
 def doctor(as_json: bool = typer.Option(False, "--json"),
            no_smoke: bool = typer.Option(False, "--no-smoke", help="skip the one-token test of the embedded model"),
            model: Optional[str] = typer.Option(None, "--model", "-m", help="also make the pre-flight call "
-                                               "`hifo run` makes to this model (exit 2 when it fails)")
+                                               "`hifo run` makes to this model (exit 2 when it fails)"),
+           determinism: bool = typer.Option(False, "--determinism", help="instead: score every evaluator's "
+                                            "baselines on train under this CPU's kernels, an AVX2-only machine's "
+                                            "and beside a CPU hog, and compare with the declared tolerances "
+                                            "(minutes per evaluator; exit 1 on a difference)"),
+           det_problems: Optional[list[str]] = typer.Option(None, "--problem", "-p", help="with --determinism: "
+                                                            "only these evaluators (repeatable)"),
            ) -> None:
     """Which model backends, isolation layers and optional packages this machine has; how llama.cpp was
-    built, and whether the embedded model generates here (in a child process)."""
+    built, and whether the embedded model generates here (in a child process). With --determinism:
+    whether every fitness is the same number on every machine (hifo.evaluators.determinism)."""
+    if determinism:
+        from hifo.evaluators import determinism as det
+
+        raise typer.Exit(det.main([*(det_problems or []), "--configs", *det.CONFIGS]))
     from hifo.agents.report import doctor_report
 
     if model is not None:

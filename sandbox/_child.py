@@ -59,8 +59,8 @@ def child_env(workdir: str, source: dict[str, str] | None = None) -> dict[str, s
     src: Mapping[str, str] = os.environ if source is None else source
     env = {"PATH": MINIMAL_PATH, "HOME": workdir, "TMPDIR": workdir}
     env.update({name: "1" for name in SINGLE_THREAD_ENV})
-    env.update(pinned_numeric_env())
     env.update({name: src[name] for name in PASS_THROUGH_ENV if name in src})
+    env.update(pinned_numeric_env())  # after the pass-through: a parent's OPENBLAS_CORETYPE does not unpin
     env.setdefault("LANG", "C.UTF-8")
     return env
 

@@ -19,8 +19,14 @@ def _features() -> dict[str, bool]:
 
 
 def cpu_avx512_features() -> list[str]:
-    """numpy's names of the AVX-512 features this CPU has (what the pinning switches off)."""
-    return sorted(k for k, on in _features().items() if on and k.startswith("AVX512"))
+    """numpy's names of the AVX-512 features this CPU has (what the pinning switches off). In a process
+    that is pinned already numpy reports some of them as absent, so the ones this process was started
+    without are counted too: the list is the same whether or not the asking process is pinned."""
+    import os
+
+    off = {k for k in os.environ.get("NPY_DISABLE_CPU_FEATURES", "").replace(",", " ").split()
+           if k.startswith("AVX512")}
+    return sorted(off | {k for k, on in _features().items() if on and k.startswith("AVX512")})
 
 
 def pinned_numeric_env() -> dict[str, str]:
