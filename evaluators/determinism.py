@@ -6,23 +6,27 @@ arithmetic underneath: numpy picks SIMD kernels at run time (AVX-512 machines ge
 ``exp``/``power``/``einsum`` kernels and a vectorised sort whose order among ties differs), OpenBLAS
 picks a kernel per core type and splits work over threads, and solvers stop on wall-clock limits.
 
-This module runs every baseline of an evaluator on an instance set (in-process, in a fresh
-interpreter, the way the sandbox child and the parent's ``score`` run it) under several
-*configurations* and compares the per-instance metrics:
+hifo removes the dependence where it can: the sandbox child and the ``hifo`` process itself run on
+*pinned* kernels (:mod:`hifo.sandbox._numeric`: numpy without its AVX-512 kernels, OpenBLAS's Haswell
+kernels, MKL's and torch's AVX2 paths, one thread in the child), which every x86-64 CPU with AVX2
+runs alike; decisions are taken on grid-snapped values (:mod:`hifo.problems._repro`) and ties are
+broken by index. This module checks the result: it solves every baseline of an evaluator on an
+instance set in a fresh interpreter (the sandbox child's side) and scores the solutions in another
+(the parent's side) under several *configurations*, and compares the per-instance metrics:
 
-* ``plain`` — the sandbox's own settings (one BLAS/OpenMP/torch thread);
-* ``narrow`` — numpy's AVX-512 kernels switched off (``NPY_DISABLE_CPU_FEATURES`` lists the AVX-512
-  features this CPU has), OpenBLAS forced to the Haswell (AVX2) kernels, torch capped at AVX2, and
-  two threads: what an AVX2-only machine computes;
-* ``hog`` — ``plain`` beside one CPU-bound process per core (a loaded machine).
+* ``plain`` — as ``hifo`` runs: both sides pinned, one thread;
+* ``threads`` — the parent with two BLAS/OpenMP/torch threads;
+* ``hog`` — ``plain`` beside one CPU-bound process per core (a loaded machine);
+* ``unpinned`` (informational, not part of the verdict) — this CPU's widest kernels on both sides:
+  on an AVX-512 machine it shows what an AVX2 machine would compute differently without the pinning.
 
-A metric agrees when it is equal (``nan`` equals ``nan``) or within the evaluator's declared
-:attr:`~hifo.evaluators.base.Evaluator.fitness_rtol`. Evaluators whose budget is wall-clock time
-(``load_dependent``) are reported but their disagreement under ``hog`` is expected and says so.
+A metric agrees when it is equal (``nan`` equals ``nan``) or within the evaluator's declared, measured
+:attr:`~hifo.evaluators.base.Evaluator.fitness_rtol`. Evaluators whose budget is time
+(``load_dependent``) are reported under ``hog`` but their difference there is expected.
 
 Command line (also ``hifo doctor --determinism``)::
 
-    python -m hifo.evaluators.determinism [NAMES ...] [--set train] [--configs plain narrow hog] [--json OUT]
+    python -m hifo.evaluators.determinism [NAMES ...] [--set train] [--configs plain threads hog unpinned] [--json OUT]
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from typing import Any, Iterable
 
 from hifo.sandbox._numeric import PINNED_VARS, cpu_avx512_features, pinned_numeric_env
 
-CONFIGS = ("plain", "narrow", "hog")
+CONFIGS = ("plain", "threads", "hog")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -48,28 +52,26 @@ def config_env(config: str, role: str, base: dict[str, str] | None = None) -> di
     """The environment of one configuration's ``role`` worker (``solve``: the sandbox child's side,
     ``score``: the trusted parent's side).
 
-    * ``plain``: solve with the sandbox's pinned kernels and one thread; score natively (this CPU's
-      widest kernels), one thread — what ``hifo run`` does on this machine;
-    * ``narrow``: what an AVX2-only machine does: solve pinned as above; score with the AVX2 kernels
-      and two BLAS threads (the parent's arithmetic must not depend on either);
-    * ``hog``: ``plain`` beside one busy process per core;
-    * ``unpinned``: (informational) the solve with this CPU's widest kernels, as it ran before the
-      sandbox pinned them: shows what the pinning protects against.
+    * ``plain``: what ``hifo`` does: both sides on the pinned kernels (:mod:`hifo.sandbox._numeric`:
+      numpy without AVX-512, OpenBLAS Haswell, MKL and torch AVX2 — what every x86-64 CPU with AVX2
+      runs), one thread;
+    * ``threads``: the same with two BLAS/OpenMP/torch threads in the parent (its thread count is the
+      machine's; the score must not depend on it);
+    * ``hog``: ``plain`` beside one busy process per core (a loaded machine);
+    * ``unpinned``: (informational) both sides on this CPU's widest kernels, as before the pinning —
+      on an AVX-512 machine, what differs between it and an AVX2 one without the pinning.
     """
     env = dict(os.environ if base is None else base)
     for var in PINNED_VARS:
         env.pop(var, None)
     if config not in CONFIGS + ("unpinned",):
         raise ValueError(f"unknown configuration {config!r}; known: {', '.join(CONFIGS + ('unpinned',))}")
-    threads = "1"
-    if role == "solve":
-        if config != "unpinned":
-            env.update(pinned_numeric_env())
-    elif config == "narrow":
+    if config != "unpinned":
         env.update(pinned_numeric_env())
-        threads = "2"
+    threads = "2" if (config == "threads" and role == "score") else "1"
     env.update({var: threads for var in THREAD_VARS})
     env["HIFO_DETERMINISM_TORCH_THREADS"] = threads
+    env["HIFO_NUMERIC_PINNED"] = "1"  # the worker must not re-pin itself
     return env
 
 
@@ -269,8 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     from hifo.evaluators.registry import list_evaluators
 
     names = args.names or list(list_evaluators())
-    print(f"CPU: {platform.processor() or platform.machine()}; AVX-512 features switched off in 'narrow': "
-          f"{' '.join(cpu_avx512_features()) or '(none: this CPU has no AVX-512)'}", flush=True)
+    print(f"CPU: {platform.processor() or platform.machine()}; pinned kernels: "
+          f"{pinned_numeric_env() or '(none: not an x86-64 CPU with AVX2)'}; AVX-512 features this CPU has: "
+          f"{' '.join(cpu_avx512_features()) or '(none)'}", flush=True)
     reports = []
     failed = 0
     for name in names:

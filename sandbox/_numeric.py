@@ -50,6 +50,34 @@ PINNED_VARS = ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE", "MKL_CBWR", "MKL
                "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
 
 
+def pin_this_process() -> bool:
+    """Pin this process's own kernels (the ``hifo`` command calls it first thing, so the parent's
+    ``score`` arithmetic is the same on every machine too). Works only before numpy and torch are
+    imported: the features are read in a short-lived child (a ~0.2 s numpy import) and put into
+    ``os.environ``. Returns whether it pinned; ``HIFO_NATIVE_KERNELS=1`` opts out."""
+    import os
+    import subprocess
+    import sys
+
+    if os.environ.get("HIFO_NATIVE_KERNELS") == "1" or os.environ.get("HIFO_NUMERIC_PINNED") == "1":
+        return False
+    if "numpy" in sys.modules or "torch" in sys.modules:
+        return False  # too late: the kernels are chosen at import
+    try:
+        out = subprocess.run([sys.executable, "-m", "hifo.sandbox._numeric"], capture_output=True, text=True,
+                             timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        print(f"hifo: warning: could not pin the numeric kernels ({exc}); scores computed here may differ "
+              "in the last bits from another machine's", file=sys.stderr)
+        return False
+    for line in out.splitlines():
+        if "=" in line:
+            key, value = line.split("=", 1)
+            os.environ[key] = value
+    os.environ["HIFO_NUMERIC_PINNED"] = "1"
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m hifo.sandbox._numeric --shell``: ``export`` lines for the pinned kernels (scripts/test.sh
     runs the test process with them, so in-process figures are the sandbox's)."""
