@@ -193,6 +193,8 @@ class Evaluator(ABC):
     # A dict gives the tolerance per metric (key ``"*"``: every other metric).
     fitness_rtol: float | dict[str, float] = 0.0
     load_dependent: bool = False
+    # metrics that are wall-clock measurements (informative, never primary): left out of the check
+    timing_metrics: tuple[str, ...] = ()
 
     @classmethod
     def metric_rtol(cls, metric: str) -> float:

@@ -188,30 +188,42 @@ class Report:
     mismatches: list[dict[str, Any]] = field(default_factory=list)  # config, baseline, instance, metric, values
     max_rel: dict[str, dict[str, float]] = field(default_factory=dict)  # config -> metric -> largest rel. diff
 
+    primary: str = ""
+
+    def counts(self, m: dict[str, Any]) -> bool:
+        """Whether a mismatch is part of the verdict: never for ``unpinned`` (informational); for a
+        load-dependent evaluator (a time budget) only a primary metric beyond the declared tolerance, or
+        an instance that fails in one configuration and not in the other, and nothing under ``hog``."""
+        if m["config"] == "unpinned":
+            return False
+        if not self.load_dependent:
+            return True
+        if m["config"] == "hog":
+            return False
+        return m["metric"] in (self.primary, "error") or None in (m.get("plain"), m.get(m["config"]))
+
     @property
     def ok(self) -> bool:
-        return not [m for m in self.mismatches
-                    if m["config"] != "unpinned" and not (self.load_dependent and m["config"] == "hog")]
+        return not [m for m in self.mismatches if self.counts(m)]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"evaluator": self.evaluator, "set": self.instance_set, "rtol": self.rtol,
+        return {"evaluator": self.evaluator, "set": self.instance_set, "rtol": self.rtol, "primary": self.primary,
                 "load_dependent": self.load_dependent, "ok": self.ok, "seconds": self.seconds,
                 "max_rel": self.max_rel, "mismatches": self.mismatches}
 
 
 def compare(name: str, figures: dict[str, dict[str, Any]], rtol: Any, load_dependent: bool,
-            instance_set: str = "train") -> Report:
+            instance_set: str = "train", timing: Iterable[str] = ()) -> Report:
     """Every configuration's figures against ``plain``'s. ``rtol``: a float, a ``{metric: rtol}`` dict
     (``"*"``: the rest) or a callable ``metric -> rtol``."""
     rep = Report(name, instance_set, rtol if not callable(rtol) else {}, load_dependent)
-    if callable(rtol):
-        tol_of = rtol
-    elif isinstance(rtol, dict):
-        def tol_of(metric: str) -> float:
-            return float(rtol.get(metric, rtol.get("*", 0.0)))
-    else:
-        def tol_of(metric: str) -> float:
-            return float(rtol)
+
+    def tol_of(metric: str) -> float:
+        if callable(rtol):
+            return float(rtol(metric))
+        if isinstance(rtol, dict):
+            return float(rtol.get(metric, rtol.get("*", 0.0)) or 0.0)
+        return float(rtol)
     ref = figures["plain"]
     for config, figs in figures.items():
         if config == "plain":
@@ -219,7 +231,7 @@ def compare(name: str, figures: dict[str, dict[str, Any]], rtol: Any, load_depen
         worst: dict[str, float] = {}
         for base, per in ref.items():
             for k, (m_ref, m_other) in enumerate(zip(per, figs.get(base, []))):
-                for metric in sorted(set(m_ref) | set(m_other)):
+                for metric in sorted((set(m_ref) | set(m_other)) - set(timing)):
                     va, vb = m_ref.get(metric), m_other.get(metric)
                     if va is None or vb is None or not agree(va, vb, tol_of(metric)):
                         rep.mismatches.append({"config": config, "baseline": base, "instance": k,
@@ -247,7 +259,8 @@ def check(name: str, instance_set: str = "train", configs: Iterable[str] = CONFI
         else:
             res = _worker(name, instance_set, config, timeout)
         figures[config], seconds[config] = res["figures"], round(res["seconds"], 2)
-    rep = compare(name, figures, cls.metric_rtol, cls.load_dependent, instance_set)
+    rep = compare(name, figures, cls.metric_rtol, cls.load_dependent, instance_set, cls.timing_metrics)
+    rep.primary = cls.primary_metric
     rep.rtol = cls.fitness_rtol
     rep.seconds = seconds
     return rep

@@ -25,3 +25,22 @@ def quantize(x: Any, bits: int = GRID_BITS) -> np.ndarray:
     ``rint`` are exact in IEEE arithmetic, whatever kernel runs them)."""
     scale = float(2 ** bits)
     return np.rint(np.asarray(x, dtype=np.float64) * scale) / scale
+
+
+class one_torch_thread:
+    """``with one_torch_thread(): ...`` runs torch on one intra-op thread (restored afterwards). A model
+    trained or evaluated on the parent's side must not depend on how many cores the parent has: a
+    float32 reduction split over two threads sums in another order (issue 26: a lazily trained test
+    model differed by 4e-4 in NLL between one and two threads)."""
+
+    def __enter__(self) -> "one_torch_thread":
+        import torch
+
+        self._before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import torch
+
+        torch.set_num_threads(self._before)

@@ -11,11 +11,13 @@ import platform
 
 
 def _features() -> dict[str, bool]:
+    import importlib
+
     try:
-        from numpy._core._multiarray_umath import __cpu_features__ as feats  # numpy >= 2
+        core = importlib.import_module("numpy._core._multiarray_umath")  # numpy >= 2
     except ImportError:  # pragma: no cover - numpy 1.x
-        from numpy.core._multiarray_umath import __cpu_features__ as feats
-    return dict(feats)
+        core = importlib.import_module("numpy.core._multiarray_umath")
+    return dict(core.__cpu_features__)
 
 
 def cpu_avx512_features() -> list[str]:
