@@ -1,22 +1,29 @@
-"""A slot in a process of its own: the candidate sees only the slot's arguments.
+"""A slot in a process of its own, a fresh one per instance: the candidate sees only the slot's arguments.
 
 For slots the algorithm calls only a few times per instance (an evaluator sets
-``slot_process = True``; ``Job.fence["process"]``), the sandbox child forks a *slot process*
-before it unpickles the instances. The slot process closes the result pipe and the zygote's
-socket, drops the instances' pickled bytes (freed, not zeroed), installs the fence's audit hook,
-loads the candidate under the fence and then answers calls on a socket pair: the algorithm
-process (the child itself) sends the arguments, the slot process sends back the return value.
-The candidate thus shares no memory with the algorithm: it cannot patch the algorithm's modules,
+``slot_process = True``; ``Job.fence["process"]``), the sandbox child forks a *slot zygote*
+before it unpickles the instances. The slot zygote closes the result pipe and the zygote's
+socket and drops the instances' pickled bytes (freed, not zeroed); it never runs candidate code.
+For each instance it forks a *slot server*: that process installs the fence's audit hook, loads
+the candidate under the fence and answers calls on a socket pair: the algorithm process (the
+child itself) sends the arguments, the slot server sends back the return value. At the end of
+the instance the algorithm tells the server to leave; the zygote reaps it, kills whatever it
+started (its process group) and forks the next server from its own pristine memory.
+
+So the candidate shares no memory with the algorithm (it cannot patch the algorithm's modules,
 read its caller's frames or the other instances, or reach the result channel, whatever the
-in-process fence would have missed.
+in-process fence would have missed), and nothing it kept while solving one instance (module
+globals, function attributes, caches, anything it mapped or opened, even after a fence escape)
+exists in the process that serves the next: module state comes from a fresh load of the source.
 
-Wire: 8-byte length, then one kind byte and a body. Algorithm -> slot: ``C`` + pickle of
-``(args, kwargs)`` (trusted data). Slot -> algorithm: ``R`` + a pickle read by
-:class:`_Restricted` (plain containers, numbers, strings and numpy arrays/scalars; no other
-class is ever looked up, so no code of the candidate runs in the algorithm's process), or ``F`` +
-JSON ``{"status", "reason"}`` for a failure (exception, fence violation, unencodable value).
+Wire: 8-byte length, then one kind byte and a body. Algorithm -> zygote: ``N`` (start a server).
+Algorithm -> server: ``C`` + pickle of ``(args, kwargs)`` (trusted data), ``E`` (leave). Server ->
+algorithm: ``R`` + a pickle read by :class:`_Restricted` (plain containers, numbers, strings and
+numpy arrays/scalars; no other class is ever looked up, so no code of the candidate runs in the
+algorithm's process), or ``F`` + JSON ``{"status", "reason"}`` for a failure (exception, fence
+violation, unencodable value). A server's first answer is ``R`` + its pid (loaded) or ``F``.
 
-Budgets: the proxy adds the slot process's CPU time (``/proc/<pid>/stat``, read by the algorithm
+Budgets: the proxy adds the slot server's CPU time (``/proc/<pid>/stat``, read by the algorithm
 process; its wall time where /proc cannot be read) to ``slot_cpu_s``, for evaluators whose budget
 is the evaluating process's CPU time (``milp_primal``). Its memory limit is its own (RLIMIT_AS is
 per process), so a job may use up to twice ``memory_mb``.
@@ -78,12 +85,58 @@ def fork(payload: dict[str, Any], close_fds: tuple[int, ...], limits: dict[str, 
             payload.clear()  # the instances' pickled bytes: the last reference goes
         except BaseException:
             os._exit(72)
-        _serve(theirs, code, entry, fence, limits)
+        _zygote(theirs, code, entry, fence, limits)
     theirs.close()
     return SlotProxy(pid, mine, payload["entry"])
 
 
+def _zygote(sock: socket.socket, code: str, entry: str, fence: dict[str, Any], limits: dict[str, Any]) -> None:
+    """The slot zygote: on each ``N``, fork a slot server and wait for it; never runs candidate code."""
+    while True:
+        try:
+            kind, _ = _recv(sock)
+        except (OSError, EOFError):
+            os._exit(0)
+        if kind != b"N":
+            os._exit(73)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setpgid(0, 0)  # its own group: whatever it starts is killed with it
+                keep = {0, 1, 2, sock.fileno()}
+                for name in os.listdir("/proc/self/fd"):
+                    if int(name) not in keep:
+                        try:
+                            os.close(int(name))
+                        except OSError:
+                            pass
+            except BaseException:
+                os._exit(72)
+            _serve(sock, code, entry, fence, limits)
+        try:
+            status = os.waitpid(pid, 0)[1]
+        except ChildProcessError:
+            status = -1
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:  # the server is gone: say how (a proxy still waiting for an answer learns it died)
+            _send(sock, b"X", _describe_status(status).encode())
+        except OSError:
+            os._exit(0)
+
+
+def _describe_status(status: int) -> str:
+    if status < 0:
+        return "exit status lost"
+    if os.WIFSIGNALED(status):
+        return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exit code {os.WEXITSTATUS(status)}"
+
+
 def _serve(sock: socket.socket, code: str, entry: str, fence: dict[str, Any], limits: dict[str, Any]) -> None:
+    """One slot server: load the candidate, answer calls until ``E`` or the end of the socket."""
     from . import _fence
 
     try:
@@ -95,15 +148,19 @@ def _serve(sock: socket.socket, code: str, entry: str, fence: dict[str, Any], li
     except BaseException as exc:
         _send_failure(sock, *_execute.describe_exception(exc, "while loading the candidate", limits))
         os._exit(0)
-    _send(sock, b"R", pickle.dumps(None))  # ready
+    _send(sock, b"R", pickle.dumps(os.getpid()))  # loaded
     while True:
         try:
             kind, body = _recv(sock)
         except (OSError, EOFError):
             os._exit(0)
+        if kind not in (b"C", b"A"):
+            os._exit(0)  # "E": the instance is over
         args, kwargs = pickle.loads(body)  # from the algorithm process (trusted)
         try:
             value = function(*args, **kwargs)
+            if kind == b"A":  # the arguments as the call left them go back too (state the slot keeps in them)
+                value = (value, args, kwargs)
             violation = _fence.take_violation()
             if violation:
                 _send_failure(sock, "error", violation)
@@ -124,22 +181,58 @@ def _serve(sock: socket.socket, code: str, entry: str, fence: dict[str, Any], li
 
 
 class SlotProxy:
-    """The candidate's function as the algorithm sees it: each call goes to the slot process."""
+    """The candidate's function as the algorithm sees it: each call goes to the current slot server.
+
+    ``pid`` is the slot zygote's; ``server_pid`` the server of the current instance (None between
+    instances: the next call, or :meth:`ready`, starts one). :meth:`next_instance` ends the server, so
+    the next instance is served by a fresh load of the candidate in a fresh process."""
 
     def __init__(self, pid: int, sock: socket.socket, entry: str) -> None:
         self.pid, self.sock, self.__name__ = pid, sock, entry
-        self.slot_cpu_s = 0.0  # CPU seconds the slot process spent in calls, measured from outside it
+        self.server_pid: int | None = None
+        self.servers = 0  # slot servers started so far (one per instance)
+        self.slot_cpu_s = 0.0  # CPU seconds the slot servers spent in calls, measured from outside them
         self.calls = 0
         self._tick = os.sysconf("SC_CLK_TCK")
 
     def ready(self) -> "SlotProxy":
-        """Wait until the candidate is loaded; raises JobFailure with the slot process's reason."""
-        self._answer()
+        """Start the server of the first instance and wait until the candidate is loaded; raises
+        JobFailure with the slot process's reason."""
+        if self.server_pid is None:
+            _send(self.sock, b"N", b"")
+            pid = self._answer()
+            if not isinstance(pid, int):
+                raise _execute.JobFailure("invalid", "the slot process answered with a malformed frame")
+            self.server_pid = pid
+            self.servers += 1
         return self
 
+    def next_instance(self) -> None:
+        """The instance is over: its server leaves (and takes everything it kept with it); returns once
+        the zygote has reaped it."""
+        if self.server_pid is not None:
+            self.server_pid = None
+            try:
+                _send(self.sock, b"E", b"")
+                kind, body = _recv(self.sock)
+            except (OSError, EOFError):
+                raise _execute.JobFailure("crashed", f"the slot process died ({self._exit_status()})") from None
+            if kind != b"X":
+                raise _execute.JobFailure("invalid", "the slot process answered after the end of its instance")
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(b"C", args, kwargs)
+
+    def call_returning_args(self, *args: Any, **kwargs: Any) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+        """``(value, args, kwargs)``: the value and the arguments as the slot's call left them, for slots that
+        keep state in an argument they mutate (a ``memory`` dict); read like any answer (plain data only)."""
+        value, args_after, kwargs_after = self._call(b"A", args, kwargs)
+        return value, tuple(args_after), dict(kwargs_after)
+
+    def _call(self, kind: bytes, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        self.ready()
         before, started = self._cpu(), time.perf_counter()
-        _send(self.sock, b"C", pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL))
+        _send(self.sock, kind, pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL))
         try:
             return self._answer()
         finally:
@@ -153,6 +246,9 @@ class SlotProxy:
             kind, body = _recv(self.sock)
         except (OSError, EOFError):
             raise _execute.JobFailure("crashed", f"the slot process died ({self._exit_status()})") from None
+        if kind == b"X":
+            self.server_pid = None
+            raise _execute.JobFailure("crashed", f"the slot process died ({body.decode('utf-8', 'replace')})")
         if kind == b"F":
             failure = json.loads(body.decode("utf-8", "replace"))
             raise _execute.JobFailure(str(failure.get("status") or "error"), str(failure.get("reason") or "?"))
@@ -165,7 +261,7 @@ class SlotProxy:
 
     def _cpu(self) -> float | None:
         try:
-            with open(f"/proc/{self.pid}/stat", "rb") as handle:
+            with open(f"/proc/{self.server_pid}/stat", "rb") as handle:
                 fields = handle.read().rsplit(b")", 1)[1].split()
             return (int(fields[11]) + int(fields[12])) / self._tick
         except (OSError, IndexError, ValueError):
