@@ -102,6 +102,7 @@ def _zygote(sock: socket.socket, code: str, entry: str, fence: dict[str, Any], l
         pid = os.fork()
         if pid == 0:
             try:
+                ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # dies with the zygote
                 os.setpgid(0, 0)  # its own group: whatever it starts is killed with it
                 keep = {0, 1, 2, sock.fileno()}
                 for name in os.listdir("/proc/self/fd"):

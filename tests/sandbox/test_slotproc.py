@@ -77,6 +77,44 @@ def test_a_dead_slot_process_is_a_crash():
     proxy.close()
 
 
+def test_a_dead_slot_server_is_a_crash():
+    proxy = start("def f():\n    return 1\n").ready()
+    os.kill(proxy.server_pid, 9)
+    with pytest.raises(_execute.JobFailure, match="slot process died .killed by SIGKILL") as info:
+        proxy()
+    assert info.value.status == "crashed"
+    proxy.close()
+
+
+def test_each_instance_gets_a_fresh_slot_server_with_nothing_kept():
+    code = ("import numpy as np\n"
+            "seen = []\n"
+            "def f(x):\n"
+            "    seen.append(x)  # module state, a function attribute and a mutated argument: all kept per server\n"
+            "    f.calls = getattr(f, 'calls', 0) + 1\n"
+            "    return list(seen), f.calls\n")
+    proxy = start(code).ready()
+    try:
+        first = proxy.server_pid
+        assert proxy(1) == ([1], 1) and proxy(2) == ([1, 2], 2)  # within an instance state is kept
+        proxy.next_instance()
+        assert proxy(3) == ([3], 1)  # the next instance: a fresh load in a fresh process
+        assert proxy.server_pid not in (None, first) and proxy.servers == 2
+        with pytest.raises(ProcessLookupError):  # the first server is gone (reaped by the zygote)
+            os.kill(first, 0)
+    finally:
+        proxy.close()
+
+
+def test_call_returning_args_gives_back_the_mutated_arguments():
+    proxy = start("def f(x, memory):\n    memory['n'] = memory.get('n', 0) + x\n    return x * 2\n").ready()
+    try:
+        value, args, kwargs = proxy.call_returning_args(3, {"n": 1})
+        assert value == 6 and args == (3, {"n": 4}) and kwargs == {}
+    finally:
+        proxy.close()
+
+
 def test_restricted_unpickler_refuses_other_classes():
     import pickle
 
@@ -98,7 +136,7 @@ def test_through_the_sandbox_the_candidate_runs_outside_the_algorithms_process()
     result = run_job(job)
     assert result.ok, result.error
     (slot_pid, x1), (slot_pid2, x2) = (s["value"] for s in result.solutions)
-    assert (x1, x2) == (1, 2) and slot_pid == slot_pid2  # one slot process for the whole job
+    assert (x1, x2) == (1, 2) and slot_pid != slot_pid2  # a fresh slot server per instance
     assert {s["pid"] for s in result.solutions} != {slot_pid}
     inline = run_job(dataclasses.replace(job, fence=dict(fence, process=False)))
     assert inline.ok and all(s["value"][0] == s["pid"] for s in inline.solutions)
