@@ -69,8 +69,18 @@ def test_a_fenced_import_fails_the_load():
 
 
 def test_a_dead_slot_process_is_a_crash():
+    import time
+
     proxy = start("def f():\n    return 1\n").ready()
-    os.kill(proxy.pid, 9)
+    server = proxy.server_pid
+    os.kill(proxy.pid, 9)  # the zygote: its server goes with it (PR_SET_PDEATHSIG)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(server, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.01)
     with pytest.raises(_execute.JobFailure, match="slot process died") as info:
         proxy()
     assert info.value.status == "crashed"
@@ -102,6 +112,26 @@ def test_each_instance_gets_a_fresh_slot_server_with_nothing_kept():
         assert proxy.server_pid not in (None, first) and proxy.servers == 2
         with pytest.raises(ProcessLookupError):  # the first server is gone (reaped by the zygote)
             os.kill(first, 0)
+    finally:
+        proxy.close()
+
+
+def test_frames_larger_than_the_shared_channel_go_over_the_socket():
+    proxy = start("import numpy as np\ndef f(x):\n    return x + 1.0\n").ready()
+    try:
+        big = np.arange(3 * _slotproc.CHANNEL_BYTES // 8, dtype=float)  # 3 MiB each way
+        assert np.array_equal(proxy(big), big + 1.0) and proxy(np.ones(2)).tolist() == [2.0, 2.0]
+    finally:
+        proxy.close()
+
+
+def test_the_channel_is_wiped_between_instances():
+    proxy = start("def f(x):\n    return x\n").ready()
+    try:
+        assert proxy("a" * 1000) == "a" * 1000
+        proxy.next_instance()
+        assert proxy.channel.mem[: 2 * _slotproc.CHANNEL_BYTES].count(b"a") == 0  # nothing left for the next server
+        assert proxy("b") == "b"
     finally:
         proxy.close()
 
