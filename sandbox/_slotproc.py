@@ -23,9 +23,10 @@ numpy arrays/scalars; no other class is ever looked up, so no code of the candid
 algorithm's process), or ``F`` + JSON ``{"status", "reason"}`` for a failure (exception, fence
 violation, unencodable value). A server's first answer is ``R`` + its pid (loaded) or ``F``.
 
-Budgets: the proxy adds the slot server's CPU time (``/proc/<pid>/stat``, read by the algorithm
-process; its wall time where /proc cannot be read) to ``slot_cpu_s``, for evaluators whose budget
-is the evaluating process's CPU time (``milp_primal``). Its memory limit is its own (RLIMIT_AS is
+Budgets: ``SlotProxy.slot_cpu_s`` is the CPU time of every slot server so far, loading included (read by the
+algorithm process from the server's process CPU clock, ``/proc/<pid>/stat`` where that fails, and the
+wall time of the calls where neither can be read), for evaluators whose budget is the evaluating
+process's CPU time (``milp_primal``); it is read when asked for, so a call costs no clock reads. Its memory limit is its own (RLIMIT_AS is
 per process), so a job may use up to twice ``memory_mb``.
 """
 
@@ -249,10 +250,12 @@ class SlotProxy:
         self.pid, self.sock, self.channel, self.__name__ = pid, sock, channel, entry
         self.server_pid: int | None = None
         self.servers = 0  # slot servers started so far (one per instance)
-        self.slot_cpu_s = 0.0  # CPU seconds the slot servers spent in calls, measured from outside them
+        self._ended_cpu_s = 0.0  # CPU seconds of the servers that have ended, measured from outside them
+        self._unclocked_s = 0.0  # wall time of calls to servers whose CPU time could not be read
         self.calls = 0
         self._tick = os.sysconf("SC_CLK_TCK")
         self._poll: Any = None
+        self._clock_failed = False
         self._pidfd: int | None = None
 
     def ready(self) -> "SlotProxy":
@@ -269,6 +272,8 @@ class SlotProxy:
             self._poll = select.poll()
             self._poll.register(self.channel.to_algorithm, select.POLLIN)
             self._poll.register(self._pidfd, select.POLLIN)
+            if self._cpu() is None:  # no clock for this server: its calls are charged their wall time
+                self._clock_failed = True
         return self
 
     def next_instance(self) -> None:
@@ -294,7 +299,7 @@ class SlotProxy:
 
     def _call(self, kind: bytes, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         self.ready()
-        before, started = self._cpu(), time.perf_counter()
+        started = time.perf_counter()
         try:
             self.channel.send(_REQUEST, kind, pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL),
                               self.channel.to_slot, self.sock)
@@ -312,14 +317,26 @@ class SlotProxy:
                     self._drop_server()
                     return self._decode(*self._recv_socket())
         finally:
-            after = self._cpu()
-            spent = after - before if before is not None and after is not None else time.perf_counter() - started
-            self.slot_cpu_s += max(spent, 0.0)
+            if self._clock_failed:
+                self._unclocked_s += time.perf_counter() - started
             self.calls += 1
 
+    @property
+    def slot_cpu_s(self) -> float:
+        """CPU seconds of all slot servers so far (the current one read now), measured from outside them."""
+        current = self._cpu() if self.server_pid is not None else 0.0
+        if current is None:
+            self._clock_failed, current = True, 0.0
+        return self._ended_cpu_s + current + self._unclocked_s
+
     def _drop_server(self) -> None:
+        if self.server_pid is not None:
+            spent = self._cpu()  # before it leaves (a dead server's clock is gone: its calls count as wall time)
+            if spent is None:
+                self._clock_failed = True
+            else:
+                self._ended_cpu_s += spent
         if self._pidfd is not None:
-            self._last_pid, self.server_pid = self.server_pid, None
             os.close(self._pidfd)
             self._pidfd = None
         self.server_pid = None
@@ -346,7 +363,7 @@ class SlotProxy:
 
     def _cpu(self) -> float | None:
         """CPU seconds of the current server so far: its process CPU clock (one clock_gettime), else /proc."""
-        pid = self.server_pid if self.server_pid is not None else getattr(self, "_last_pid", None)
+        pid = self.server_pid
         if pid is None:
             return None
         try:
