@@ -28,6 +28,12 @@ Three layers, each naming the rule it enforces in its failure reason ("fence: ..
    and code-object construction. A blocked event also fails the job even if the candidate catches
    the exception.
 
+**A lint, not a boundary** (issue 28): pure Python escaped it (a class defining ``__array_interface__``
+plus ``id()`` maps raw memory, and from there the real builtins and this module's state are reachable).
+It refuses such material early and readably (special-method definitions that libraries call, ``id``,
+three-argument ``type``, metaclasses), but the guarantees come from process boundaries: the sandbox, the
+slot process (:mod:`hifo.sandbox._slotproc`) and the trusted parent.
+
 Limits (honest): this is a Python-level fence of our own (RestrictedPython is not a dependency);
 its guarantees rest on CPython's audit events and on the allowlisted libraries exposing no
 escape hatch through public, non-module attributes. Generators or closures the candidate hands
@@ -292,8 +298,8 @@ def guarded_builtins(allowed: tuple[str, ...]) -> dict[str, Any]:
         return cls
 
     safe = {k: v for k, v in vars(builtins).items() if k not in REMOVED_BUILTINS}
-    safe.update(__build_class__=g_build_class, __import__=g_import, getattr=g_getattr, hasattr=g_hasattr, setattr=g_setattr, delattr=g_delattr,
-                __hifo_r__=read, __hifo_w__=write_target)
+    safe.update(__build_class__=g_build_class, __import__=g_import, getattr=g_getattr, hasattr=g_hasattr,
+                setattr=g_setattr, delattr=g_delattr, __hifo_r__=read, __hifo_w__=write_target)
     return safe
 
 

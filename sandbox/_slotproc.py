@@ -16,18 +16,23 @@ in-process fence would have missed), and nothing it kept while solving one insta
 globals, function attributes, caches, anything it mapped or opened, even after a fence escape)
 exists in the process that serves the next: module state comes from a fresh load of the source.
 
-Wire: 8-byte length, then one kind byte and a body. Algorithm -> zygote: ``N`` (start a server).
-Algorithm -> server: ``C`` + pickle of ``(args, kwargs)`` (trusted data), ``E`` (leave). Server ->
-algorithm: ``R`` + a pickle read by :class:`_Restricted` (plain containers, numbers, strings and
-numpy arrays/scalars; no other class is ever looked up, so no code of the candidate runs in the
-algorithm's process), or ``F`` + JSON ``{"status", "reason"}`` for a failure (exception, fence
-violation, unencodable value). A server's first answer is ``R`` + its pid (loaded) or ``F``.
+Wire: frames of an 8-byte length, one kind byte and a body. Control goes over a socket pair: algorithm ->
+zygote ``N`` (start a server); server -> algorithm ``R`` + its pid once loaded, or ``F``; zygote ->
+algorithm ``X`` + how a server ended. Calls go through :class:`_Channel` (shared memory, eventfd
+wake-ups; a frame over :data:`CHANNEL_BYTES` is announced there and follows on the socket): algorithm ->
+server ``C`` + pickle of ``(args, kwargs)`` (trusted data), ``A`` (the same, and the arguments come back
+too), ``E`` (leave); server -> algorithm ``R`` + a pickle read by :class:`_Restricted` (plain containers,
+numbers, strings and numpy arrays/scalars; no other class is ever looked up, so no code of the candidate
+runs in the algorithm's process), or ``F`` + JSON ``{"status", "reason"}`` for a failure (exception,
+fence violation, unencodable value). If a server dies during a call, its pidfd wakes the algorithm, which
+then reads the zygote's ``X``.
 
-Budgets: ``SlotProxy.slot_cpu_s`` is the CPU time of every slot server so far, loading included (read by the
-algorithm process from the server's process CPU clock, ``/proc/<pid>/stat`` where that fails, and the
-wall time of the calls where neither can be read), for evaluators whose budget is the evaluating
-process's CPU time (``milp_primal``); it is read when asked for, so a call costs no clock reads. Its memory limit is its own (RLIMIT_AS is
-per process), so a job may use up to twice ``memory_mb``.
+Budgets: ``SlotProxy.slot_cpu_s`` is the CPU time of every slot server so far, loading included (read by
+the algorithm process from the server's process CPU clock, ``/proc/<pid>/stat`` where that fails, and
+the wall time of the calls where neither can be read), for evaluators whose budget is the evaluating
+process's CPU time (``milp_primal``); it is read when asked for, so a call costs no clock reads. Each
+process's memory limit is its own (RLIMIT_AS is per process), so a job may use up to twice
+``memory_mb``.
 """
 
 from __future__ import annotations
