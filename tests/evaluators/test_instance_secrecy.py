@@ -104,3 +104,40 @@ def test_secret_instances_differ_per_evaluator_object_and_name_no_seed():
     assert a.load_instances("train")[0].name == public.load_instances("train")[0].name  # train stays published
     ridge = get_evaluator("ridge_schedule")
     assert {i.seed for i in ridge.load_instances("train")}.isdisjoint({0, 10, 20})
+
+
+def _shared_data_instances(name: str) -> list:
+    """The instances as they were before issue 28: one seed (fl_aggregate) or one A (lp_irls) for the whole set."""
+    if name == "fl_aggregate":
+        from hifo.evaluators.fl_aggregate import FLInstance
+
+        return [FLInstance(f"{a}/30pct/seed0", a, 0.3, 0) for a in ("sign_flip", "alie", "ipm", "label_flip")]
+    from hifo.evaluators.lp_irls import LpInstance, _key
+    from hifo.problems.lp_regression import primal_dual_irls, random_instance, reference_optimum
+
+    A, b = random_instance(30, 120, 100)
+    return [LpInstance(_key(30, 120, p, 100), A, b, p,
+                       min(reference_optimum(A, b, p)[0], min(primal_dual_irls(A, b, p, iterations=200).value)))
+            for p in (1.5, 3.0, 4.0, 8.0)]
+
+
+@pytest.mark.parametrize("stem, name", [("fl_cross_instance", "fl_aggregate"), ("lp_irls_row_space", "lp_irls")])
+def test_the_state_attacks_win_only_where_state_survives_across_shared_instances(stem, name):
+    """On instances that share their data, with state kept from one instance to the next (in-process: the
+    slot in the algorithm's process), the attack beats every baseline; through the sandbox, where each
+    instance gets a fresh slot server, the same instances give it nothing."""
+    from hifo.sandbox import InProcessExecutor
+
+    ev = get_evaluator(name)
+    instances = _shared_data_instances(name)
+    code = (Path(__file__).parent / "attacks" / f"{stem}.py").read_text()
+    with InProcessExecutor() as executor:
+        def in_process(source: str):
+            return score_result(ev, instances, executor.submit(make_job(ev, source, instances)).result())
+
+        kept = in_process(code)
+        best_in_process = max(in_process(src).fitness for src in ev.baselines.values())
+    assert kept.feasible and kept.fitness > best_in_process, (kept.error, kept.metrics, best_in_process)
+    fresh = sandboxed(ev, code, instances)
+    _, best = best_baseline(ev, instances)
+    assert fresh.feasible and fresh.fitness <= best + 1e-12, (fresh.metrics, best)

@@ -20,4 +20,14 @@ def aggregate(updates, f, memory):
     honest = memory["honest"]
     if len(honest):
         return updates[honest].mean(axis=0)
-    return np.median(updates, axis=0)  # nothing learnt: the coordinate-wise median
+    # nothing learnt (yet): centred clipping, one of the baselines
+    v = memory.get("v")
+    if v is None:
+        v = np.zeros(updates.shape[1])
+    for _ in range(3):
+        diff = updates - v
+        norms = np.sqrt((diff ** 2).sum(axis=1))
+        tau = float(np.median(norms)) + 1e-12
+        v = v + (diff * np.minimum(1.0, tau / np.maximum(norms, 1e-12))[:, None]).mean(axis=0)
+    memory["v"] = v
+    return v

@@ -16,14 +16,14 @@ def _own_optimum(basis, x, p):
     x_row = q @ (q.T @ x)  # the same for every feasible point
     full, _, _ = np.linalg.svd(np.eye(len(x)) - q @ q.T)
     null = full[:, : len(x) - q.shape[1]]
-    z = np.zeros(null.shape[1])
+    eta = min(1.0, 1.0 / (p - 1))
     w = np.ones(len(x))
-    for _ in range(300):
+    for _ in range(200):  # damped IRLS of our own over {x_row + null z}: no solve of the evaluator's is spent
+        z = np.linalg.solve(null.T @ (w[:, None] * null), -null.T @ (w * x_row))
         pt = x_row + null @ z
-        w = np.maximum(np.abs(pt), 1e-12) ** (p - 2)
-        h = null.T @ (w[:, None] * null)
-        z = 0.5 * z + 0.5 * np.linalg.solve(h, -null.T @ (w * x_row))
-    return np.maximum(np.abs(x_row + null @ z), 1e-12 * np.abs(x).max()) ** (p - 2)
+        w = w ** (1 - eta) * (np.maximum(np.abs(pt), 1e-12 * np.abs(pt).max()) ** (p - 2)) ** eta
+        w /= w.max()
+    return np.maximum(np.abs(pt), 1e-12 * np.abs(pt).max()) ** (p - 2)
 
 
 def update(r, x, p, iteration):
