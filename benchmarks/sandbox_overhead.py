@@ -60,6 +60,15 @@ def solve(priority: Callable[[float, Any], Any], instance: dict[str, Any]) -> in
     return int(torch.argmax(priority(instance["item"], torch.tensor(bins, dtype=torch.float64))))
 
 
+def solve_bpp_timed(priority: Callable[[float, Any], Any], instance: dict[str, Any]) -> dict[str, Any]:
+    """The online bin-packing loop alone, timed inside the sandbox child: per-call cost without the job's."""
+    from hifo.problems.binpacking import online_pack
+
+    started = time.perf_counter()
+    online_pack(priority, instance["items"], instance["capacity"])
+    return {"loop_s": time.perf_counter() - started, "calls": len(instance["items"])}
+
+
 def _job(kind: str):
     from hifo.sandbox import Job, JobLimits
 
@@ -169,6 +178,23 @@ def slot_process(runs: int, isolation: str) -> dict[str, Any]:
         overhead = times["slot_process_s"] - times["in_process_slot_s"]
         rows[label] = {**times, "calls": calls, "instances": n_instances, "overhead_s": overhead,
                        "overhead_per_call_us": 1e6 * overhead / calls}
+    loop_job = dataclasses.replace(
+        cases["bpp_online_train_best_fit"][0], solver="benchmarks.sandbox_overhead:solve_bpp_timed",
+        instances=[{"items": [float(v) for v in i.items], "capacity": float(i.capacity)} for i in instances],
+        sys_path=(str(REPO),), instance_limits_s=())
+    pool = WarmPool()
+    loops: dict[str, float] = {}
+    for mode, process in (("in_process_slot_us", False), ("slot_process_us", True)):
+        fenced = dataclasses.replace(loop_job, fence=dict(loop_job.fence or {}, process=process))
+        _checked(run_job(fenced, isolation=isolation, warm=pool))
+        per_call = []
+        for _ in range(runs):
+            sols = _checked(run_job(fenced, isolation=isolation, warm=pool)).solutions
+            per_call.append(1e6 * sum(x["loop_s"] for x in sols) / sum(x["calls"] for x in sols))
+        loops[mode] = sorted(per_call)[len(per_call) // 2]
+    pool.close()
+    loops["overhead_us"] = loops["slot_process_us"] - loops["in_process_slot_us"]
+    rows["bpp_loop_per_call_in_sandbox"] = loops
     rows["proxy_call_us"] = proxy_call_us(20_000 if runs > 5 else 5_000)
     return rows
 
@@ -237,11 +263,14 @@ def measure(quick: bool, isolation: str, ray: bool) -> dict[str, Any]:
 def print_slot_table(rows: dict[str, Any]) -> None:
     print("  slot in the algorithm's process vs a slot process (warm worker, per candidate, median)")
     for label, row in rows.items():
-        if label == "proxy_call_us":
+        if label in ("proxy_call_us", "bpp_loop_per_call_in_sandbox"):
             continue
         print(f"    {label:<28} {row['in_process_slot_s'] * 1e3:9.1f} ms -> {row['slot_process_s'] * 1e3:9.1f} ms"
               f"  (+{row['overhead_s'] * 1e3:.1f} ms; {row['calls']} calls, {row['instances']} instances: "
               f"{row['overhead_per_call_us']:.1f} us per call)")
+    loop = rows["bpp_loop_per_call_in_sandbox"]
+    print(f"  bpp_online's loop alone, per call inside the sandbox: {loop['in_process_slot_us']:.1f} us in-process slot, "
+          f"{loop['slot_process_us']:.1f} us slot process (+{loop['overhead_us']:.1f} us)")
     print("  one call through the proxy vs in-process (us): " +
           ", ".join(f"{k} {v:.1f}" for k, v in rows["proxy_call_us"].items()))
 
