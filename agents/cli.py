@@ -179,6 +179,10 @@ def _print_summary(path: Path, summary: dict) -> None:
             console.print(f"test set '{best['test']['set']}' not evaluated: {best['test']['skipped']}")
         elif best.get("test"):
             console.print(f"best on test set '{best['test']['set']}': {best['test']['objective']}")
+        if best.get("rescore") and not best["rescore"].get("agrees"):
+            r = best["rescore"]
+            console.print(f"[yellow]warning[/]: the best candidate scored differently on node {r.get('node')} than "
+                          f"on {r.get('first_node')} ({r.get('metrics_differ') or r.get('error')})", markup=True)
     for name, value in (summary.get("baselines") or {}).items():
         console.print(f"baseline {name}: {value:.6g}")
     console.print(f"spend: {format_spend(spend(path))}")
@@ -349,10 +353,21 @@ def evaluate(
 def doctor(as_json: bool = typer.Option(False, "--json"),
            no_smoke: bool = typer.Option(False, "--no-smoke", help="skip the one-token test of the embedded model"),
            model: Optional[str] = typer.Option(None, "--model", "-m", help="also make the pre-flight call "
-                                               "`hifo run` makes to this model (exit 2 when it fails)")
+                                               "`hifo run` makes to this model (exit 2 when it fails)"),
+           determinism: bool = typer.Option(False, "--determinism", help="instead: score every evaluator's "
+                                            "baselines on train under this CPU's kernels, an AVX2-only machine's "
+                                            "and beside a CPU hog, and compare with the declared tolerances "
+                                            "(minutes per evaluator; exit 1 on a difference)"),
+           det_problems: Optional[list[str]] = typer.Option(None, "--problem", "-p", help="with --determinism: "
+                                                            "only these evaluators (repeatable)"),
            ) -> None:
     """Which model backends, isolation layers and optional packages this machine has; how llama.cpp was
-    built, and whether the embedded model generates here (in a child process)."""
+    built, and whether the embedded model generates here (in a child process). With --determinism:
+    whether every fitness is the same number on every machine (hifo.evaluators.determinism)."""
+    if determinism:
+        from hifo.evaluators import determinism as det
+
+        raise typer.Exit(det.main([*(det_problems or []), "--configs", *det.CONFIGS]))
     from hifo.agents.report import doctor_report
 
     if model is not None:
@@ -374,6 +389,12 @@ def doctor(as_json: bool = typer.Option(False, "--json"),
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and not {"--help", "-h", "--version"} & set(sys.argv[1:]):
+        # before numpy or torch load: this process scores candidates on the kernels the sandbox child is
+        # pinned to, so a fitness is the same number on every x86-64 machine (issue 26)
+        from hifo.sandbox._numeric import pin_this_process
+
+        pin_this_process()
     try:
         app()
     except Exception as exc:  # noqa: BLE001 - one line for the user; --debug shows the traceback

@@ -49,6 +49,12 @@ def _report_node(nodes: SearchNodes) -> Callable[[RunState], RunState]:
             best = pop[0]
             summary["best"] = {"id": best.id, "generation": best.generation, "operator": best.operator,
                                "objective": best.objective, "metrics": best.metrics}
+            nodes_used = {row["node"] for row in store.placements()}
+            if len(nodes_used) > 1 and not store.marker("rescored"):
+                _rescore_best(nodes, best)
+            rescored = store.marker("rescored")
+            if rescored:
+                summary["best"]["rescore"] = rescored
             test_set = rt.config.test_set or rt.evaluator.default_test_set
             if test_set and test_set != rt.scorer.instance_set and not store.marker("tested"):
                 _test_best(nodes, best, test_set)
@@ -73,6 +79,48 @@ def _report_node(nodes: SearchNodes) -> Callable[[RunState], RunState]:
         return {}
 
     return report
+
+
+def rescore_agrees(evaluator: Any, first: dict[str, float], again: dict[str, float]) -> list[str]:
+    """The metrics on which two scores of one candidate disagree beyond the evaluator's declared
+    tolerance (``fitness_rtol``; a load-dependent evaluator's time-limited figures may differ)."""
+    out = []
+    for metric in sorted(set(first) | set(again)):
+        a, b = first.get(metric), again.get(metric)
+        if a is None or b is None:
+            out.append(metric)
+            continue
+        a, b = float(a), float(b)
+        if a == b or (a != a and b != b):
+            continue
+        if abs(a - b) > evaluator.metric_rtol(metric) * max(abs(a), abs(b)):
+            out.append(metric)
+    return out
+
+
+def _rescore_best(nodes: SearchNodes, best: Any) -> None:
+    """Candidates ran on more than one node: score the best once more on the train set (wherever the
+    executor puts it) and record whether the two nodes agree (issue 26: a fitness must be the same
+    number on every machine; a disagreement is reported, with both nodes and the metrics that differ)."""
+    from hifo.agents.evaluation import CandidateEvaluator
+
+    rt = nodes.rt
+    left = nodes.wall_left()
+    if left is not None and left <= 0:
+        return
+    s = CandidateEvaluator(rt.evaluator, rt.scorer.instance_set, rt.scorer.executor).evaluate(best.code)
+    if not s.feasible:
+        rec = {"node": s.node, "first_node": best.node, "agrees": False, "error": s.error}
+    else:
+        differ = rescore_agrees(rt.evaluator, best.metrics or {}, s.metrics)
+        rec = {"node": s.node, "first_node": best.node, "objective": s.objective, "first_objective": best.objective,
+               "agrees": not differ, "metrics_differ": differ, "load_dependent": rt.evaluator.load_dependent}
+    rt.store.mark("rescored", rec)
+    rt.emit("rescore", **rec)
+    if not rec["agrees"]:
+        note = " (its budget is time, so some difference is expected)" if rt.evaluator.load_dependent else ""
+        rt.emit("warning", message=f"the best candidate scored differently on node {rec['node']} than on "
+                                   f"{rec['first_node']}: {rec.get('metrics_differ') or rec.get('error')}{note}")
 
 
 def _test_best(nodes: SearchNodes, best: Any, test_set: str) -> None:

@@ -127,6 +127,12 @@ class RunProgress:
             self.progress.advance(self.task)
         elif kind == "test":
             self.print(f"test set '{d['set']}': {d['objective'] if d['feasible'] else escape(str(d['error']))}")
+        elif kind == "rescore":
+            verdict = "agrees" if d.get("agrees") else "[red]DISAGREES[/]"
+            self.print(f"best re-scored on node {escape(str(d.get('node')))} (first: {escape(str(d.get('first_node')))}): "
+                       f"{verdict}" + ("" if d.get("agrees") else f" — {escape(str(d.get('metrics_differ') or d.get('error')))}"))
+        elif kind == "warning":
+            self.print(f"[yellow]warning[/]: {escape(str(d.get('message')))}")
         elif kind == "seed":
             self.total += len(d.get("baselines", []))
         self._refresh(kind)

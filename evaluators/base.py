@@ -192,6 +192,25 @@ class Evaluator(ABC):
     # seeds instead: the reproducible sets the stored reference figures were measured on.
     secret_sets: tuple[str, ...] = ()
     public_seeds: bool = False
+    # Reproducible fitness (:mod:`hifo.evaluators.determinism`): a score must be the same number on every
+    # machine. ``fitness_rtol`` is the relative difference the evaluator's metrics may show across CPUs
+    # (SIMD width, BLAS core type, thread count) and load: 0.0 means bit-identical, and anything else
+    # must be a *measured* figure (``python -m hifo.evaluators.determinism NAME``), not one picked to
+    # pass. ``load_dependent``: the budget is wall-clock time (the solver offers nothing else), so scores
+    # change with the machine's load; the evaluator's docs say so.
+    # A dict gives the tolerance per metric (key ``"*"``: every other metric).
+    fitness_rtol: float | dict[str, float] = 0.0
+    load_dependent: bool = False
+    # metrics that are wall-clock measurements (informative, never primary): left out of the check
+    timing_metrics: tuple[str, ...] = ()
+
+    @classmethod
+    def metric_rtol(cls, metric: str) -> float:
+        """The declared relative tolerance of ``metric`` (see ``fitness_rtol``)."""
+        tol = cls.fitness_rtol
+        if isinstance(tol, dict):
+            return float(tol.get(metric, tol.get("*", 0.0)))
+        return float(tol)
 
     # ---- trusted side -------------------------------------------------------------
     @abstractmethod

@@ -17,7 +17,9 @@ best-known objective
 Reference figures: both baselines measured in-process (:func:`hifo.evaluators.base.measured_figures`)
 and stored in ``evaluators/data/milp/fmip_reference_figures.json``; ``python -m
 hifo.evaluators.fmip_guidance`` rewrites them (rerun it after retraining the weights). CPU-time-limited
-runs are not bit-reproducible, so the tests allow the mean primal integral :data:`BAND` above them.
+runs are not bit-reproducible (``load_dependent``): the tests compare with the declared, measured
+``fitness_rtol``. The full-MIP stage never ends on the budget before it has a first incumbent (the time
+it takes is charged by the primal integral), so "no solution" does not follow from the machine's load.
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ from hifo.problems.milp import (InfeasiblePoint, MILPInstance, check_solution, c
 DATA = Path(__file__).parent / "data" / "milp" / "best_known.json"
 REFS = Path(__file__).parent / "data" / "milp" / "fmip_reference_figures.json"
 MAKE_REFS = "python -m hifo.evaluators.fmip_guidance"
-BAND = 0.15  # allowed excess of a rerun's mean primal integral over the stored figure (timing noise)
 TIME_LIMIT = {"train": 1.0, "test": 2.0}  # CPU seconds per instance
 N_STEPS, N_CANDIDATES, FIX_THRESHOLD, FIX_FRACTION = 10, 32, 0.0, 0.1
 # accepted ranges of the guidance values (outside them the candidate fails: no silent clipping)
@@ -124,13 +125,19 @@ class FMIPGuidance(Evaluator):
     template = _TEMPLATE
     instance_sets = ("train", "test")
     limits = Limits(timeout_s=120.0, cpu_s=240, memory_mb=8192)  # torch needs address space
+    # The budget is CPU seconds (HiGHS offers no deterministic work limit for a MIP: node limits leave
+    # presolve and the root unbounded, 9 s on one train instance): scores depend on the machine and its
+    # load. Measured spread of the per-instance primal integral across reruns on a loaded 2-core machine
+    # (`python -m hifo.evaluators.determinism fmip_guidance`): up to 0.15 relative; declared: 0.3.
+    load_dependent = True
+    fitness_rtol = {"primal_integral": 0.3}
     baselines = {
         "official_defaults": _TEMPLATE.baseline_source(),
         "unguided": _TEMPLATE.source(_UNGUIDED_BODY),
     }
     # Measured in-process with the committed weights and stored as data (``python -m
     # hifo.evaluators.fmip_guidance`` rewrites it); tests/evaluators/test_fmip_guidance.py re-checks
-    # them within BAND (CPU-time-limited runs are not bit-reproducible).
+    # them within the declared fitness_rtol (CPU-time-limited runs are not bit-reproducible).
     reference_figures = _load_refs()
     tags = ("milp", "flow matching", "fmip", "guidance", "highs")
 

@@ -195,6 +195,12 @@ class MILPPrimal(Evaluator):
     template = _TEMPLATE
     instance_sets = ("train", "test")
     limits = Limits(timeout_s=60.0, cpu_s=120, memory_mb=4096)
+    # The budget is CPU seconds (HiGHS has no deterministic work limit for a MIP), so scores depend on
+    # the machine and its load. Measured spread across reruns on a loaded 2-core machine
+    # (`python -m hifo.evaluators.determinism milp_primal`): per-instance primal integral up to 0.09
+    # relative, final objective up to 0.011; declared: 0.2 on the primal integral.
+    load_dependent = True
+    fitness_rtol = {"primal_integral": 0.2}
     baselines = {
         "lp_fix_integral": _TEMPLATE.baseline_source(),
         "lp_hint_only": _TEMPLATE.source(_HINT_ONLY_BODY),

@@ -210,6 +210,7 @@ class NewtonSchulzSchedule(Evaluator):
     )
     direction = "minimize"
     primary_metric = "objective"
+    timing_metrics = ("ns_ms",)  # the parent's wall time: informative, load-dependent, not part of any check
     template = _TEMPLATE
     instance_sets = ("train", "test")
     limits = Limits(timeout_s=180.0, cpu_s=240, memory_mb=8192)  # torch needs a large address space

@@ -159,10 +159,12 @@ class TSPGLS(Evaluator):
         "eoh_utility": _TEMPLATE.baseline_source(),
         "no_guidance": _TEMPLATE.source(_NO_GUIDANCE_BODY),
     }
-    # Measured with these baselines (tests/evaluators re-measure the train figures); gap in %.
+    # Measured with these baselines (tests/evaluators re-measure the train figures); gap in %. The same on
+    # every CPU (fitness_rtol 0): the five penalised edges are chosen with ties broken by edge index
+    # (`top_k`), not by numpy's run-time-dispatched partition (tsplib was 0.81 / 0.85 on two CPUs).
     reference_figures = {
         "eoh_utility": {"train": {"gap_percent": 1.28}, "test": {"gap_percent": 0.96},
-                        "tsplib": {"gap_percent": 0.81}},
+                        "tsplib": {"gap_percent": 0.77}},
         "no_guidance": {"train": {"gap_percent": 3.37}, "test": {"gap_percent": 3.27},
                         "tsplib": {"gap_percent": 3.96}},
     }

@@ -39,12 +39,28 @@ PASS_THROUGH_ENV = ("LANG", "LC_ALL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
+def pinned_numeric_env() -> dict[str, str]:
+    """Reproducible fitness (issue 26): the numeric kernels every sandbox child runs with, the same on
+    every x86-64 CPU with AVX2 — numpy without its AVX-512 kernels, OpenBLAS's Haswell kernels, MKL's
+    and torch's AVX2 paths (:mod:`hifo.sandbox._numeric`). Without this an
+    AVX-512 machine computes other last bits than an AVX2 one, and a decision taken on them (an
+    eigenvector's sign, a tie) gives another score. ``HIFO_NATIVE_KERNELS=1`` in the parent's
+    environment turns it off (faster on AVX-512, no longer comparable across machines)."""
+    if os.environ.get("HIFO_NATIVE_KERNELS") == "1":
+        return {}
+    from ._numeric import pinned_numeric_env as pinned
+
+    return pinned()
+
+
 def child_env(workdir: str, source: dict[str, str] | None = None) -> dict[str, str]:
-    """The whole environment of the zygote and the candidate: an allowlist, nothing inherited."""
+    """The whole environment of the zygote and the candidate: an allowlist, nothing inherited
+    (plus the pinned numeric kernels of :func:`pinned_numeric_env`)."""
     src: Mapping[str, str] = os.environ if source is None else source
     env = {"PATH": MINIMAL_PATH, "HOME": workdir, "TMPDIR": workdir}
     env.update({name: "1" for name in SINGLE_THREAD_ENV})
     env.update({name: src[name] for name in PASS_THROUGH_ENV if name in src})
+    env.update(pinned_numeric_env())  # after the pass-through: a parent's OPENBLAS_CORETYPE does not unpin
     env.setdefault("LANG", "C.UTF-8")
     return env
 

@@ -11,6 +11,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from hifo.problems._repro import one_torch_thread
+
 _NOUNS = "cat dog bird fish river tree house garden window teacher child farmer king queen robot".split()
 _ADJS = "small big red green quiet bright old young happy lazy clever brave".split()
 _VERBS = "sees likes finds follows carries watches helps paints builds".split()
@@ -113,6 +115,11 @@ def trained_lm(seed: int = 0, steps: int = 400) -> TinyLM:
 
 @lru_cache(maxsize=None)
 def _trained_lm(seed: int, steps: int) -> TinyLM:
+    with one_torch_thread():  # the same weights whatever the process's thread count (issue 26)
+        return _trained_lm_body(seed, steps)
+
+
+def _trained_lm_body(seed: int, steps: int) -> TinyLM:
     data = corpus(seed)["train"]
     model = TinyLM(seed=seed)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)

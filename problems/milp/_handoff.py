@@ -96,7 +96,7 @@ def dive_and_solve(inst: MILPInstance, values: np.ndarray, confidence: np.ndarra
             best_x, best_obj = sub.x, sub.objective
     hint = best_x if best_x is not None else props[0]
     full = solve_highs(inst, time_limit=max(budget - used, 0.05), hint=hint, seed=seed,
-                       t_offset=t_offset + used, clock=clock)
+                       t_offset=t_offset + used, clock=clock, require_incumbent=best_x is None)
     traj += full.trajectory
     used += full.wall_s
     if full.x is not None and full.objective <= best_obj:

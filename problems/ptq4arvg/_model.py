@@ -15,6 +15,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from hifo.problems._repro import one_torch_thread
+
 LEVELS, SIDE, CLASSES = 8, 8, 4
 SEQ = SIDE * SIDE + 1
 VOCAB = LEVELS + CLASSES  # pixel tokens 0..7, class tokens 8..11
@@ -105,6 +107,11 @@ def trained_arvg(seed: int = 0, steps: int = 200) -> TinyARVG:
 
 @lru_cache(maxsize=None)
 def _trained(seed: int, steps: int) -> TinyARVG:
+    with one_torch_thread():  # the same weights whatever the process's thread count (issue 26)
+        return _trained_body(seed, steps)
+
+
+def _trained_body(seed: int, steps: int) -> TinyARVG:
     torch.manual_seed(seed)
     model = TinyARVG()
     data = sequences(2048, 1000 + seed)

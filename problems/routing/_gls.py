@@ -70,6 +70,23 @@ def _checked_guide(value: Any, n: int, iteration: int) -> np.ndarray:
     return (g + g.T) / 2.0
 
 
+def top_k(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest ``values``, largest first, equal values in index order.
+
+    The same indices on every machine: ``np.argpartition`` (and the default ``argsort``) break ties
+    by the kernel numpy picks at run time (AVX-512 machines get a vectorised selection), and tied
+    utilities are common (TSPLIB distances are integers). Only values are compared here: the
+    k-th largest value is unique, everything above it is taken, then the first ties by index."""
+    k = min(int(k), values.size)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    kth = np.partition(values, values.size - k)[values.size - k]
+    above = np.flatnonzero(values > kth)
+    ties = np.flatnonzero(values == kth)[: k - above.size]
+    top = np.concatenate([above, ties])
+    return top[np.argsort(-values[top], kind="stable")]
+
+
 def guided_local_search(distance_matrix: np.ndarray, update_edge_distance: UpdateEdgeDistance,
                         iterations: int = 100, perturbation_moves: int = 1, top_edges: int = 5,
                         reset_every: int = 50, init_tour: np.ndarray | None = None,
@@ -98,8 +115,7 @@ def guided_local_search(distance_matrix: np.ndarray, update_edge_distance: Updat
             guide = _checked_guide(update_edge_distance(d.copy(), tour.copy(), penalty.copy()), n, it)
             gap = guide[iu, ju] - d[iu, ju]
             k = min(top_edges, gap.size)
-            top = np.argpartition(gap, -k)[-k:] if k < gap.size else np.arange(gap.size)
-            top = top[np.argsort(-gap[top], kind="stable")]  # largest first, as EoH
+            top = top_k(gap, k)  # largest first, as EoH; ties by edge index (machine-independent)
             for e in top:
                 if gap[e] <= 0:
                     break

@@ -31,7 +31,7 @@ def test_data_help_lists_the_tools():
 
 
 def test_tsp_refs_on_the_train_set_reproduces_the_packaged_references(tmp_path):
-    pytest.importorskip("elkai")
+    import elkai  # noqa: F401  (in the test extra)
     out = tmp_path / "refs.json"
     res = runner.invoke(app, ["data", "tsp-refs", "--set", "train", "--no-tsplib", "--runs", "1",
                               "--out", str(out), "--results", str(tmp_path / "summary.json")])
@@ -50,7 +50,7 @@ def test_tsp_refs_on_the_train_set_reproduces_the_packaged_references(tmp_path):
 
 
 def test_tsp_refs_refuses_a_partial_run_over_the_packaged_file():
-    pytest.importorskip("elkai")
+    import elkai  # noqa: F401  (in the test extra)
     before = REFS_PATH.read_bytes()
     res = runner.invoke(app, ["data", "tsp-refs", "--set", "train", "--no-tsplib"])
     assert res.exit_code == 2
@@ -59,15 +59,15 @@ def test_tsp_refs_refuses_a_partial_run_over_the_packaged_file():
 
 
 def test_tsp_refs_needs_the_optima_for_tsplib(tmp_path):
-    pytest.importorskip("elkai")
+    import elkai  # noqa: F401  (in the test extra)
     res = runner.invoke(app, ["data", "tsp-refs", "--set", "train", "--out", str(tmp_path / "r.json")])
     assert res.exit_code == 2 and "--optima" in res.output
     assert not (tmp_path / "r.json").exists()
 
 
 def test_unknown_radar_variant_is_an_error():
-    pytest.importorskip("torch")
-    pytest.importorskip("elkai")
+    import torch  # noqa: F401  (a hard dependency)
+    import elkai  # noqa: F401  (in the test extra)
     res = runner.invoke(app, ["data", "train-radar", "--variant", "nope", "--no-save"])
     assert res.exit_code == 2 and "unknown variant" in res.output
 
@@ -88,7 +88,7 @@ def test_evaluators_point_to_existing_data_commands():
 
 
 def test_missing_radar_weights_name_the_command(tmp_path, monkeypatch):
-    pytest.importorskip("torch")
+    import torch  # noqa: F401  (a hard dependency)
     import hifo.problems.routing as routing
     from hifo.evaluators import radar_tune
 
@@ -102,7 +102,7 @@ def test_missing_radar_weights_name_the_command(tmp_path, monkeypatch):
 
 
 def test_missing_fmip_weights_name_the_command(tmp_path, monkeypatch):
-    pytest.importorskip("torch")
+    import torch  # noqa: F401  (a hard dependency)
     from hifo.evaluators import fmip_guidance
     from hifo.problems.milp import fmip
 
@@ -116,7 +116,7 @@ def test_missing_fmip_weights_name_the_command(tmp_path, monkeypatch):
 
 
 def test_train_radar_acvrp_steps_trains_the_acvrp_model(tmp_path):
-    torch = pytest.importorskip("torch")
+    import torch  # a hard dependency
     torch.set_num_threads(1)
     res = runner.invoke(app, ["data", "train-radar", "--acvrp-steps", "1", "--weights-dir", str(tmp_path),
                               "--results", str(tmp_path / "r.json")])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from decimal import Decimal
 from typing import Any, Callable, Iterator
 
 from hifo.evaluators.base import Evaluator
@@ -38,14 +39,31 @@ def run_set(ev: Evaluator, heuristic: Callable[..., Any], instance_set: str
     return per, ev.aggregate(per)
 
 
-def assert_reference_figures(ev: Evaluator, instance_set: str, entry: str, rel: float = 1e-4) -> None:
-    """Every baseline, compiled in-process, reproduces its stored figures on ``instance_set``."""
-    import pytest
+def figure_tolerance(ev: Evaluator, stored: float, metric: str = "*") -> float:
+    """How far a re-measured figure may lie from a stored one: the evaluator's declared, measured
+    ``fitness_rtol`` (0 for a bit-reproducible evaluator) plus half a unit in the last decimal the
+    figure was stored with (``0.041881`` is stored to 1e-6). Nothing else: a wider band hides a
+    fitness that depends on the machine."""
+    exponent = Decimal(repr(float(stored))).normalize().as_tuple().exponent
+    rounding = 0.5 * 10.0 ** exponent if isinstance(exponent, int) and exponent < 0 else 0.0
+    return ev.metric_rtol(metric) * abs(stored) + rounding * (1 + 1e-9)
 
+
+def assert_figure(ev: Evaluator, measured: float, stored: float, metric: str, what: Any = "") -> None:
+    """``measured`` reproduces ``stored`` within :func:`figure_tolerance`."""
+    tol = figure_tolerance(ev, stored, metric)
+    assert abs(float(measured) - float(stored)) <= tol, (
+        f"{what}: measured {measured!r}, stored {stored!r} (declared tolerance {tol:.3g}: "
+        f"fitness_rtol={ev.metric_rtol(metric):g} plus the stored figure's rounding)")
+
+
+def assert_reference_figures(ev: Evaluator, instance_set: str, entry: str) -> None:
+    """Every baseline, compiled in-process, reproduces its stored figures on ``instance_set`` within the
+    evaluator's declared tolerance (:func:`figure_tolerance`)."""
     for name, figures in ev.reference_figures.items():
         _, agg = run_set(ev, compile_entry(ev.baselines[name], entry), instance_set)
         for metric, value in figures[instance_set].items():
-            assert agg[metric] == pytest.approx(value, rel=rel), (name, metric)
+            assert_figure(ev, agg[metric], value, metric, (name, instance_set))
 
 
 @contextlib.contextmanager

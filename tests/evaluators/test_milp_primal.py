@@ -48,7 +48,8 @@ def test_baselines_score_within_band(ev, baseline_runs):
     for name, (sols, wall) in baseline_runs.items():
         per = [ev.score(i, s) for i, s in zip(insts, sols)]
         agg = ev.aggregate(per)
-        assert agg["primal_integral"] <= ev.reference_figures[name]["train"]["primal_integral"], (name, agg)
+        stored = ev.reference_figures[name]["train"]["primal_integral"]
+        assert agg["primal_integral"] <= stored * (1 + ev.metric_rtol("primal_integral")), (name, agg)  # declared
         assert all(0.0 <= m["primal_gap"] <= 1.0 for m in per)
         assert all(0.0 <= m["primal_integral"] <= 1.0 for m in per)
         assert wall < 6 * 1.0 + 3.0  # CPU s: six instances at 1 CPU s each, plus loading

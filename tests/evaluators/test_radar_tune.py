@@ -9,7 +9,7 @@ import pickle
 
 import pytest
 
-pytest.importorskip("torch")
+import torch  # noqa: F401  (a hard dependency)
 
 from hifo.evaluators.base import InfeasibleSolution  # noqa: E402
 from hifo.evaluators.radar_tune import (  # noqa: E402

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("hifo.agents.evaluation", reason="the agent package is not importable here")
+import hifo.agents.evaluation  # noqa: F401,E402  (hifo's own: an import error must fail, not skip)
 
 from hifo.agents.evaluation import CandidateEvaluator  # noqa: E402
 from hifo.evaluators.registry import get_evaluator  # noqa: E402

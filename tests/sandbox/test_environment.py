@@ -14,6 +14,7 @@ from sandbox_helpers import fallback_plan
 from solvers import HERE
 
 from hifo.sandbox._child import PASS_THROUGH_ENV, SINGLE_THREAD_ENV
+from hifo.sandbox._numeric import PINNED_VARS, pinned_numeric_env
 
 PROBE = textwrap.dedent(
     """
@@ -72,8 +73,11 @@ def test_api_keys_and_tokens_never_reach_the_child(level):
     seen = report["solutions"][0]
 
     # Always: the child's own environment is built from the allowlist only.
-    allowed = {"PATH", "HOME", "TMPDIR", *SINGLE_THREAD_ENV, *PASS_THROUGH_ENV}
+    allowed = {"PATH", "HOME", "TMPDIR", *SINGLE_THREAD_ENV, *PASS_THROUGH_ENV, *PINNED_VARS}
     assert set(seen["environ"]) <= allowed
+    # the numeric kernels are pinned (issue 26): the same figures on every x86-64 CPU with AVX2
+    for var, value in pinned_numeric_env().items():
+        assert seen["environ"].get(var) == value, var
     assert seen["environ"]["OMP_NUM_THREADS"] == "1" and seen["environ"]["PATH"] == "/usr/local/bin:/usr/bin:/bin"
     everything = json.dumps(seen)
     for secret in (key, token, token_name):

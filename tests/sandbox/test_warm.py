@@ -121,7 +121,7 @@ def test_spec_separates_what_cannot_share_a_worker():
 
 @pytest.mark.slow
 def test_torch_heuristic_runs_warm_with_one_thread(pool):
-    pytest.importorskip("torch")
+    import torch  # noqa: F401  (a hard dependency)
     code = ("import torch\n"
             "def f(x):\n"
             "    return [torch.get_num_threads(), float(torch.tensor([x, 2.0]).sum())]\n")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch  # a hard dependency
 
 from hifo.problems.milp import fmip, fmip_training  # noqa: E402
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch  # a hard dependency
 
 from hifo.problems.milp import GENERATORS, check_solution, generate, solve_highs, solve_lp  # noqa: E402
 from hifo.problems.milp import fmip  # noqa: E402

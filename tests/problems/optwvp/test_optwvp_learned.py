@@ -1,9 +1,8 @@
 """The learned DeCoST policy: feasible parallel decoding, stage 2 on top, committed weights."""
 
 import numpy as np
-import pytest
 
-torch = pytest.importorskip("torch")
+import torch  # a hard dependency
 
 from hifo.problems.optwvp import check_route, check_schedule, generate_instances, route_profit  # noqa: E402
 from hifo.problems.optwvp._learned import WEIGHTS_PATH, DeCoSTPolicy, load_policy, rollout, to_batch  # noqa: E402

@@ -5,7 +5,7 @@ import pytest
 
 from hifo.problems.qd import MLP, Adam, fit_mse
 
-torch = pytest.importorskip("torch")
+import torch  # a hard dependency
 
 
 def _torch_copy(model: MLP):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("elkai")
+import torch  # a hard dependency
+import elkai  # noqa: F401  (in the test extra)
 
 from hifo.problems.routing import load_radar  # noqa: E402
 from hifo.problems.routing import radar_training  # noqa: E402

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch  # a hard dependency
 
 from hifo.problems.routing import (  # noqa: E402
     MatNetConfig,

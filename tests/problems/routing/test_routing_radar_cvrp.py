@@ -4,7 +4,7 @@ vehicle over capacity), its reported length is the routes' cost, and training lo
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch  # a hard dependency
 
 from hifo.problems.routing import random_acvrp_instance  # noqa: E402
 from hifo.problems.routing._cvrp import routes_cost  # noqa: E402

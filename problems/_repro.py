@@ -1,0 +1,46 @@
+"""Machine-independent arithmetic for the decisions an algorithm makes.
+
+numpy chooses SIMD kernels at run time (an AVX-512 CPU gets other ``exp``/``power``/``einsum`` kernels
+than an AVX2 one), and OpenBLAS picks kernels per core type: the same code gives results that differ
+in the last bits from machine to machine. Where such a value decides something (a threshold, the
+order of a heap, the sign of an eigenvector entry), a last-bit difference becomes a different
+algorithm run and a different fitness. :func:`quantize` snaps values to a grid of ``2**-bits``: the
+last-bit noise disappears (unless a value lies within that noise of a grid midpoint, about one
+value in ``2**(52 - bits)``), and sums of a few grid values are exact in float64, so comparisons
+between them no longer depend on the order of summation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+GRID_BITS = 20  # scores, weights, likelihoods: ~1e-6 resolution, far below any meaningful difference
+COORD_BITS = 30  # coordinates of order 1: ~1e-9
+
+
+def quantize(x: Any, bits: int = GRID_BITS) -> np.ndarray:
+    """``x`` rounded to the nearest multiple of ``2**-bits`` (exact: scaling by a power of two and
+    ``rint`` are exact in IEEE arithmetic, whatever kernel runs them)."""
+    scale = float(2 ** bits)
+    return np.rint(np.asarray(x, dtype=np.float64) * scale) / scale
+
+
+class one_torch_thread:
+    """``with one_torch_thread(): ...`` runs torch on one intra-op thread (restored afterwards). A model
+    trained or evaluated on the parent's side must not depend on how many cores the parent has: a
+    float32 reduction split over two threads sums in another order (issue 26: a lazily trained test
+    model differed by 4e-4 in NLL between one and two threads)."""
+
+    def __enter__(self) -> "one_torch_thread":
+        import torch
+
+        self._before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import torch
+
+        torch.set_num_threads(self._before)
