@@ -1,6 +1,6 @@
 """Per-candidate cost of the sandbox: warm worker vs fresh spawn vs in-process; throughput.
 
-    python -m benchmarks.sandbox_overhead [--quick] [--isolation standard] [--no-ray]
+    python -m benchmarks.sandbox_overhead [--quick] [--isolation standard] [--no-ray] [--slot-only]
 
 For a numpy heuristic, a torch heuristic and a pure-Python one (to separate the libraries'
 import cost), the median wall time per candidate of
@@ -13,7 +13,12 @@ import cost), the median wall time per candidate of
 
 their overhead over in-process, then the throughput (candidates per minute) of
 ``LocalExecutor`` with 1 and 2 workers (warm and fresh) and of ``RayExecutor`` on a local Ray
-instance with 2 CPUs. Every sandboxed run uses the machine's ``--isolation`` level (all the
+instance with 2 CPUs; then the slot process (``sandbox/_slotproc.py``, issue 28): per candidate through the
+warm worker with the slot in the algorithm's process (the fence only) vs in a process of its own (a fresh
+server per instance, calls over the shared-memory channel), for ``bpp_online``'s Best Fit on its train set
+(one call per item) and for a one-call slot (the numpy job above), and the cost of one call through
+:class:`~hifo.sandbox._slotproc.SlotProxy` (``--slot-only``: just this part, written to
+``sandbox_overhead_slot.json``). Every sandboxed run uses the machine's ``--isolation`` level (all the
 layers it can apply; listed in the output). Writes ``benchmarks/results/sandbox_overhead.json``
 (``sandbox_overhead_quick.json`` with ``--quick``).
 
@@ -53,6 +58,15 @@ def solve(priority: Callable[[float, Any], Any], instance: dict[str, Any]) -> in
 
     torch.set_num_threads(1)
     return int(torch.argmax(priority(instance["item"], torch.tensor(bins, dtype=torch.float64))))
+
+
+def solve_bpp_timed(priority: Callable[[float, Any], Any], instance: dict[str, Any]) -> dict[str, Any]:
+    """The online bin-packing loop alone, timed inside the sandbox child: per-call cost without the job's."""
+    from hifo.problems.binpacking import online_pack
+
+    started = time.perf_counter()
+    online_pack(priority, instance["items"], instance["capacity"])
+    return {"loop_s": time.perf_counter() - started, "calls": len(instance["items"])}
 
 
 def _job(kind: str):
@@ -139,6 +153,82 @@ def throughput(jobs: int, fresh_jobs: int, isolation: str, ray: bool) -> dict[st
     return rows
 
 
+def slot_process(runs: int, isolation: str) -> dict[str, Any]:
+    """Per-candidate wall time with the slot in the algorithm's process vs in a slot process, and per call."""
+    import dataclasses
+
+    from hifo.agents.evaluation import make_job
+    from hifo.evaluators.registry import get_evaluator
+    from hifo.sandbox import WarmPool, run_job
+
+    ev = get_evaluator("bpp_online")
+    instances = ev.load_instances("train")
+    cases = {"bpp_online_train_best_fit": (make_job(ev, ev.baselines["best_fit"], instances),
+                                           sum(len(i.items) for i in instances), len(instances)),
+             "one_call_numpy": (dataclasses.replace(_job("numpy"), fence={"imports": ["numpy"]}), 1, 1)}
+    rows: dict[str, Any] = {}
+    for label, (job, calls, n_instances) in cases.items():
+        pool = WarmPool()
+        times = {}
+        for mode, process in (("in_process_slot_s", False), ("slot_process_s", True)):
+            fenced = dataclasses.replace(job, fence=dict(job.fence or {}, process=process))
+            _checked(run_job(fenced, isolation=isolation, warm=pool))  # warm-up
+            times[mode] = _median_s(lambda f=fenced: _checked(run_job(f, isolation=isolation, warm=pool)), runs)
+        pool.close()
+        overhead = times["slot_process_s"] - times["in_process_slot_s"]
+        rows[label] = {**times, "calls": calls, "instances": n_instances, "overhead_s": overhead,
+                       "overhead_per_call_us": 1e6 * overhead / calls}
+    loop_job = dataclasses.replace(
+        cases["bpp_online_train_best_fit"][0], solver="benchmarks.sandbox_overhead:solve_bpp_timed",
+        instances=[{"items": [float(v) for v in i.items], "capacity": float(i.capacity)} for i in instances],
+        sys_path=(str(REPO),), instance_limits_s=())
+    pool = WarmPool()
+    loops: dict[str, float] = {}
+    for mode, process in (("in_process_slot_us", False), ("slot_process_us", True)):
+        fenced = dataclasses.replace(loop_job, fence=dict(loop_job.fence or {}, process=process))
+        _checked(run_job(fenced, isolation=isolation, warm=pool))
+        per_call = []
+        for _ in range(runs):
+            sols = _checked(run_job(fenced, isolation=isolation, warm=pool)).solutions
+            per_call.append(1e6 * sum(x["loop_s"] for x in sols) / sum(x["calls"] for x in sols))
+        loops[mode] = sorted(per_call)[len(per_call) // 2]
+    pool.close()
+    loops["overhead_us"] = loops["slot_process_us"] - loops["in_process_slot_us"]
+    rows["bpp_loop_per_call_in_sandbox"] = loops
+    rows["proxy_call_us"] = proxy_call_us(20_000 if runs > 5 else 5_000)
+    return rows
+
+
+def proxy_call_us(calls: int) -> dict[str, float]:
+    """Median over 5 rounds of the wall time of one ``priority(item, bins)`` call through a slot proxy, and the
+    same call in-process, for ``bins`` of 100 and 1,000 floats (outside the sandbox: the channel alone)."""
+    import statistics
+
+    import numpy as np
+
+    from hifo.sandbox import _fence, _slotproc
+
+    code = "import numpy as np\n\n\ndef priority(item, bins):\n    return -(bins - item)\n"
+    fence = {"imports": list(_fence.DEFAULT_SLOT_IMPORTS), "process": True}
+    proxy = _slotproc.fork({"code": code, "entry": "priority", "fence": fence}, (), {"memory_mb": 2048}).ready()
+    local = _fence.load(code, "priority", _fence.DEFAULT_SLOT_IMPORTS)
+    out = {}
+    try:
+        for size in (100, 1000):
+            bins = np.random.default_rng(0).random(size)
+            for label, fn in (("slot_process", proxy), ("in_process", local)):
+                rounds = []
+                for _ in range(5):
+                    started = time.perf_counter()
+                    for _ in range(calls // 5):
+                        fn(0.3, bins)
+                    rounds.append((time.perf_counter() - started) / (calls // 5))
+                out[f"{label}_bins{size}"] = 1e6 * statistics.median(rounds)
+    finally:
+        proxy.close()
+    return out
+
+
 def measure(quick: bool, isolation: str, ray: bool) -> dict[str, Any]:
     import os
     import platform
@@ -166,7 +256,23 @@ def measure(quick: bool, isolation: str, ray: bool) -> dict[str, Any]:
         "startup_median_s": startup,
         "per_candidate_median_s": per_candidate(["python", "numpy", "torch"], runs, isolation),
         "throughput_candidates_per_min": throughput(jobs, fresh_jobs, isolation, ray),
+        "slot_process": slot_process(3 if quick else 7, isolation),
     }
+
+
+def print_slot_table(rows: dict[str, Any]) -> None:
+    print("  slot in the algorithm's process vs a slot process (warm worker, per candidate, median)")
+    for label, row in rows.items():
+        if label in ("proxy_call_us", "bpp_loop_per_call_in_sandbox"):
+            continue
+        print(f"    {label:<28} {row['in_process_slot_s'] * 1e3:9.1f} ms -> {row['slot_process_s'] * 1e3:9.1f} ms"
+              f"  (+{row['overhead_s'] * 1e3:.1f} ms; {row['calls']} calls, {row['instances']} instances: "
+              f"{row['overhead_per_call_us']:.1f} us per call)")
+    loop = rows["bpp_loop_per_call_in_sandbox"]
+    print(f"  bpp_online's loop alone, per call inside the sandbox: {loop['in_process_slot_us']:.1f} us in-process slot, "
+          f"{loop['slot_process_us']:.1f} us slot process (+{loop['overhead_us']:.1f} us)")
+    print("  one call through the proxy vs in-process (us): " +
+          ", ".join(f"{k} {v:.1f}" for k, v in rows["proxy_call_us"].items()))
 
 
 def print_table(report: dict[str, Any]) -> None:
@@ -185,6 +291,7 @@ def print_table(report: dict[str, Any]) -> None:
     for label, value in report["throughput_candidates_per_min"].items():
         shown = f"{value:9.0f}" if isinstance(value, float) else value
         print(f"    {label:<26} {shown}")
+    print_slot_table(report["slot_process"])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -195,7 +302,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (about a minute)")
     parser.add_argument("--isolation", default="standard", choices=["strict", "standard", "minimal"])
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray measurement")
+    parser.add_argument("--slot-only", action="store_true", help="only the slot-process comparison")
     args = parser.parse_args(argv)
+    if args.slot_only:
+        import os
+        import platform
+
+        report = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                              "load_avg_1m": os.getloadavg()[0]},
+                  "parameters": {"quick": args.quick, "isolation": args.isolation},
+                  "slot_process": slot_process(3 if args.quick else 7, args.isolation)}
+        print(f"slot process ({report['machine']['cpus']} CPUs, load {report['machine']['load_avg_1m']:.1f})")
+        print_slot_table(report["slot_process"])
+        path = RESULTS / "sandbox_overhead_slot.json"
+        path.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"wrote {path.relative_to(REPO)}")
+        return
     report = measure(args.quick, args.isolation, not args.no_ray)
     print_table(report)
     path = RESULTS / ("sandbox_overhead_quick.json" if args.quick else "sandbox_overhead.json")

@@ -121,6 +121,7 @@ class ACVRPConstruct(Evaluator):
     reference_figures = {
         "nearest_neighbour": {"train": {"gap_percent": 36.84}, "test": {"gap_percent": 37.28}},
     }
+    slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("routing", "cvrp", "asymmetric", "constructive", "eoh")
 
     def load_instances(self, instance_set: str) -> list[CVRPInstance]:

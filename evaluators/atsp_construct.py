@@ -121,6 +121,7 @@ class ATSPConstruct(TSPConstruct):
         "nearest_neighbour": {"train": {"gap_percent": 38.06}, "test": {"gap_percent": 33.78},
                               "tsplib": {"gap_percent": 33.69}},
     }
+    slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("routing", "atsp", "asymmetric", "constructive", "eoh")
 
     def load_instances(self, instance_set: str) -> list[TSPInstance]:

@@ -21,7 +21,9 @@ under the entry-point group ``hifo.evaluators``::
 
 from __future__ import annotations
 
+import hashlib
 import math
+import secrets
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal
@@ -184,6 +186,12 @@ class Evaluator(ABC):
     # times per instance (each call costs a round trip). The algorithm gets a proxy whose
     # ``slot_cpu_s`` is the CPU time spent there, for budgets counted in CPU time.
     slot_process: bool = False
+    # Instance sets whose seeds (data, noise, held-out draws) come from :meth:`secret_seed`: drawn by the
+    # parent from a key no candidate sees, so a candidate cannot rebuild them from the public source or
+    # answer them from a table computed offline. ``public_seeds = True`` (on an object) gives the published
+    # seeds instead: the reproducible sets the stored reference figures were measured on.
+    secret_sets: tuple[str, ...] = ()
+    public_seeds: bool = False
     # Reproducible fitness (:mod:`hifo.evaluators.determinism`): a score must be the same number on every
     # machine. ``fitness_rtol`` is the relative difference the evaluator's metrics may show across CPUs
     # (SIMD width, BLAS core type, thread count) and load: 0.0 means bit-identical, and anything else
@@ -237,6 +245,24 @@ class Evaluator(ABC):
         """Run the algorithm with ``heuristic`` in its slot; return a JSON-able solution."""
 
     # ---- helpers -------------------------------------------------------------------
+    def secret_seed(self, public: int, *label: Any) -> int:
+        """The seed an instance of a secret set uses: ``public`` when :attr:`public_seeds` is set, else a
+        63-bit number derived from ``label`` under a key drawn with :mod:`secrets` once per evaluator object,
+        in the trusted parent (never shipped to the sandbox: the child imports the evaluator's module, not
+        this object). So every candidate of one run meets the same instances (a fair comparison) and no
+        candidate can know them in advance."""
+        if self.public_seeds:
+            return int(public)
+        key = self.__dict__.get("_secret_key")
+        if key is None:
+            key = self.__dict__["_secret_key"] = secrets.token_bytes(32)
+        digest = hashlib.blake2b(repr((self.name, *label)).encode(), key=key, digest_size=8).digest()
+        return int.from_bytes(digest, "little") >> 1
+
+    def seeds_secret(self, instance_set: str) -> bool:
+        """Whether ``instance_set``'s seeds come from the secret key on this object."""
+        return instance_set in self.secret_sets and not self.public_seeds
+
     @classmethod
     def unknown_instance_set(cls, instance_set: str, known: Iterable[str] | None = None) -> KeyError:
         """The error :meth:`load_instances` raises for a set it does not have (``known``: default

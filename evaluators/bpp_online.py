@@ -105,6 +105,8 @@ class BinPackingOnline(Evaluator):
             "or3": {"mean_bins": 212.75, "excess_percent": 5.74},
         },
     }
+    # ~5,000 calls per instance: a process of its own (fresh per instance) over the shared-memory channel
+    slot_process = True
     tags = ("bin packing", "online", "funsearch")
     # grammar-constrained decoding of the embedded model: array expressions over bins (one score per bin)
     slot_grammar = SlotGrammar(array_atoms=("bins", "np.arange(len(bins))"), scalar_atoms=("item", "len(bins)"),

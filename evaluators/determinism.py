@@ -93,6 +93,7 @@ def solve_all(name: str, instance_set: str = "train") -> dict[str, list[Any]]:
     from hifo.evaluators.registry import get_evaluator
 
     ev = get_evaluator(name)
+    ev.public_seeds = True  # the published instances: every process must see the same ones (no per-object secret)
     instances = ev.load_instances(instance_set)
     out: dict[str, list[Any]] = {}
     for base in sorted(ev.baselines):
@@ -115,6 +116,7 @@ def score_all(name: str, solutions: dict[str, list[Any]], instance_set: str = "t
     from hifo.evaluators.registry import get_evaluator
 
     ev = get_evaluator(name)
+    ev.public_seeds = True
     instances = ev.load_instances(instance_set)
     out: dict[str, list[dict]] = {}
     for base, sols in solutions.items():

@@ -84,22 +84,18 @@ def _bandit(kappa: float, seed: int):
     return make_bandit(N_CONTEXTS, N_ACTIONS, ETA, kappa, seed, "kl")
 
 
-@lru_cache(maxsize=None)
-def _load(instance_set: str) -> tuple[BanditInstance, ...]:
-    if instance_set not in _SPECS:
-        raise FdivPessimism.unknown_instance_set(instance_set, _SPECS)
-    out = []
-    for kappa, n, seed in _SPECS[instance_set]:
-        x, a, y = sample(_bandit(kappa, seed), n, 10_000 + 97 * seed + n)
-        out.append(BanditInstance(f"kappa{kappa:g}_n{n}_seed{seed}", kappa, n, seed, x, a, y))
-    return tuple(out)
+@lru_cache(maxsize=64)
+def _instance(name: str, kappa: float, n: int, bandit_seed: int, sample_seed: int) -> BanditInstance:
+    x, a, y = sample(_bandit(kappa, bandit_seed), n, sample_seed)
+    return BanditInstance(name, kappa, n, bandit_seed, x, a, y)
 
 
 class FdivPessimism(Evaluator):
     """n x suboptimality of KL-PCB on the reverse-KL-regularised objective.
 
     Instance sets: ``train`` (4 contexts x 5 actions, eta = 4, concentrability ~4 and ~16, n in
-    {500, 2000, 8000}, 3 bandits) and ``test`` (same sizes, n in {1000, 4000, 16000}, 4 other bandits).
+    {500, 2000, 8000}, 3 bandits; public seeds) and ``test`` (same sizes, n in {1000, 4000, 16000}, 4 other
+    bandits per cell; drawn from the object's secret key, the published seeds with ``public_seeds = True``).
     """
 
     name = "fdiv_pessimism"
@@ -125,10 +121,24 @@ class FdivPessimism(Evaluator):
         "inverse_count": {"train": {"n_subopt": 10.447586, "subopt": 0.010243},
                           "test": {"n_subopt": 5.619555, "subopt": 0.002513}},
     }
+    # the test bandits and samples are drawn per evaluator object from a secret (Evaluator.secret_seed): a table
+    # of answers to the published test instances, fingerprinted by their counts, does not apply to them
+    secret_sets = ("test",)
+    slot_process = True  # called once per instance: the candidate runs in a process of its own (sandbox/_slotproc.py)
     tags = ("contextual bandits", "offline reinforcement learning", "kl regularisation", "pessimism", "statistics")
 
     def load_instances(self, instance_set: str) -> list[BanditInstance]:
-        return list(_load(instance_set))
+        if instance_set not in _SPECS:
+            raise self.unknown_instance_set(instance_set, _SPECS)
+        secret = self.seeds_secret(instance_set)
+        out = []
+        for i, (kappa, n, seed) in enumerate(_SPECS[instance_set]):
+            # the bandit (true model) and the logged sample: published seeds, or drawn from this object's key
+            bandit_seed = self.secret_seed(seed, instance_set, i, "bandit")
+            sample_seed = self.secret_seed(10_000 + 97 * seed + n, instance_set, i, "sample")
+            name = f"kappa{kappa:g}_n{n}_" + (f"secret{i}" if secret else f"seed{seed}")
+            out.append(_instance(name, kappa, n, bandit_seed, sample_seed))
+        return out
 
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: BanditInstance) -> dict[str, Any]:

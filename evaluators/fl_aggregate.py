@@ -34,10 +34,12 @@ from hifo.problems.byzantine_fl import RULES, FLConfig, run_fl
 REFS = Path(__file__).parent / "data" / "byzantine_fl" / "reference_figures.json"
 MAKE_REFS = "python -m hifo.evaluators.fl_aggregate"
 _ATTACKS = ("sign_flip", "alie", "ipm", "label_flip")
-# set -> (attack, fraction, seed)
+# set -> (attack, fraction, seed): every instance its own seed, so its own client split, malicious clients and
+# updates (a shared seed made the honest clients' round-0 updates identical across a set, and comparing them
+# across instances gave the malicious rows away)
 _SPECS = {
-    "train": tuple((a, 0.3, 0) for a in _ATTACKS),
-    "test": tuple((a, fr, 1) for fr in (0.1, 0.2, 0.4) for a in _ATTACKS),
+    "train": tuple((a, 0.3, i) for i, a in enumerate(_ATTACKS)),
+    "test": tuple((a, fr, 100 + 4 * j + i) for j, fr in enumerate((0.1, 0.2, 0.4)) for i, a in enumerate(_ATTACKS)),
 }
 
 _DOCSTRING = """Aggregates one round of client updates into the server's model step (Byzantine-robust FL).
@@ -90,8 +92,10 @@ def _load_refs() -> dict[str, dict[str, dict[str, float]]]:
 class FLAggregate(Evaluator):
     """Test accuracy of federated digits classification under Byzantine attacks, by aggregation rule.
 
-    Instance sets: ``train`` (the four attacks at 30 % malicious, seed 0) and ``test`` (the four
-    attacks at 10, 20 and 40 %, seed 1). Per instance ``test_acc``, ``train_loss``.
+    Instance sets: ``train`` (the four attacks at 30 % malicious, seeds 0-3) and ``test`` (the four
+    attacks at 10, 20 and 40 %, seeds 100-111): each instance its own client split and malicious clients.
+    The slot runs in a fresh process per instance, so ``memory`` (or anything else it keeps) never
+    survives from one instance to the next. Per instance ``test_acc``, ``train_loss``.
     """
 
     name = "fl_aggregate"
@@ -111,6 +115,7 @@ class FLAggregate(Evaluator):
     # Measured in-process and stored as data (``python -m hifo.evaluators.fl_aggregate`` rewrites it);
     # tests/evaluators/test_fl_aggregate.py re-checks them.
     reference_figures = _load_refs()
+    slot_process = True  # 30 calls per instance: a process of its own, a fresh one per instance (sandbox/_slotproc.py)
     tags = ("federated learning", "byzantine robustness", "aggregation", "classification")
 
     def load_instances(self, instance_set: str) -> list[FLInstance]:
@@ -120,7 +125,19 @@ class FLAggregate(Evaluator):
 
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: FLInstance) -> dict[str, Any]:
-        run = run_fl(instance.config, heuristic)
+        rule = heuristic
+        keeping = getattr(heuristic, "call_returning_args", None)  # a slot process (sandbox/_slotproc.py)
+        if keeping is not None:
+            def rule(updates: np.ndarray, f: int, memory: dict) -> Any:
+                # the slot's memory lives here, between the rounds; it comes back after each call
+                value, args, _ = keeping(updates, f, memory)
+                kept = args[2] if len(args) == 3 else None
+                if not isinstance(kept, dict):
+                    raise ValueError("memory must stay a dict")
+                memory.clear()
+                memory.update(kept)
+                return value
+        run = run_fl(instance.config, rule)
         return {"aggregates": [a.tolist() for a in run.aggregates]}
 
     def score(self, instance: FLInstance, solution: Any) -> dict[str, float]:

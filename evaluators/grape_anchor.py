@@ -105,6 +105,7 @@ class GrAPEAnchor(Evaluator):
         "low_alignment": {"train": {"test_loss": 0.3106, "test_acc": 0.940},
                           "test": {"test_loss": 0.3645, "test_acc": 0.9220}},
     }
+    slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("training", "feedback-alignment", "forward-gradient", "torch")
 
     def load_instances(self, instance_set: str) -> list[AnchorInstance]:

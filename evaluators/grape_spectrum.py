@@ -102,6 +102,7 @@ class GrapeSpectrum(Evaluator):
         "low_band": {"train": {"acc_long": 0.4175, "acc_2x": 0.6611, "acc_4x": 0.1738, "acc_train": 0.8799}},
         "linear": {"train": {"acc_long": 0.2881, "acc_2x": 0.2822, "acc_4x": 0.2939, "acc_train": 0.2988}},
     }
+    slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("positional-encoding", "transformer", "length-extrapolation", "torch")
 
     def load_instances(self, instance_set: str) -> list[SpectrumInstance]:

@@ -202,6 +202,7 @@ class HNSWDelete(Evaluator):
         "spatch": {"train": {"recall": 0.864, "edges": 6827.0}, "test": {"recall": 0.7505, "edges": 7560.5}},
         "spatch_random": {"train": {"recall": 0.862, "edges": 6829.0}, "test": {"recall": 0.7655, "edges": 7560.5}},
     }
+    slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("nearest neighbour search", "hnsw", "graph", "deletion")
 
     def load_instances(self, instance_set: str) -> list[HNSWDeleteInstance]:

@@ -149,6 +149,7 @@ class OPTWVPRoute(Evaluator):
         "cheapest_insertion": {"train": {"gap_percent": 27.509}},
         "toptw_ratio": {"train": {"gap_percent": 22.572}},
     }
+    slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("routing", "orienteering", "time windows", "decost", "two-stage")
 
     def load_instances(self, instance_set: str) -> list[OPTWVPInstance]:

@@ -105,6 +105,7 @@ class PTQ4ARVGCalib(Evaluator):
         "class_balanced": {"train": {"nll": 0.42304, "nll_gap": 0.02443}, "test": {"nll": 0.41147, "nll_gap": 0.01286}},
         "nearest": {"train": {"nll": 0.42199, "nll_gap": 0.02337}, "test": {"nll": 0.41397, "nll_gap": 0.01536}},
     }
+    slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("quantization", "image-generation", "calibration", "torch")
 
     def load_instances(self, instance_set: str) -> list[CalibInstance]:

@@ -157,6 +157,7 @@ class QDDiscountModelSearch(Evaluator):
         "objective_only": {"train": {"qd_score": 18.48, "coverage": 0.0095},
                            "test": {"qd_score": 34.85, "coverage": 0.0076}},
     }
+    slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("quality diversity", "dms", "cma-mae", "continuous")
 
     def load_instances(self, instance_set: str) -> list[DMSInstance]:

@@ -15,7 +15,6 @@ action direction at overlap 0) and ``final_overlap`` (``<theta_T, theta*>``), av
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
@@ -84,18 +83,14 @@ class RidgeInstance:
     seed: int
 
 
-@lru_cache(maxsize=None)
-def _load(instance_set: str) -> tuple[RidgeInstance, ...]:
-    if instance_set not in _SPECS:
-        raise RidgeSchedule.unknown_instance_set(instance_set, _SPECS)
-    return tuple(RidgeInstance(f"{link}_d{d}_T{T}_s{seed}", link, d, T, seed) for link, d, T, seed in _SPECS[instance_set])
 
 
 class RidgeSchedule(Evaluator):
     """Mean per-round regret of SGD on a single-index bandit under the candidate's schedule.
 
     Instance sets: ``train`` (f = x, x|x|, x^3 in d = 10-12, 3,000 rounds) and ``test`` (d = 16-24, 5,000
-    rounds); 4 replicas (theta*, theta_0, noise) per instance, replayed by the parent.
+    rounds); 4 replicas (theta*, theta_0, noise) per instance, replayed by the parent, drawn from the
+    object's secret key (the published seeds with ``public_seeds = True``).
     """
 
     name = "ridge_schedule"
@@ -121,10 +116,24 @@ class RidgeSchedule(Evaluator):
         "inverse_sqrt": {"train": {"regret": 0.497756, "final_overlap": 0.999138},
                          "test": {"regret": 0.58288, "final_overlap": 0.998408}},
     }
+    # train and test: theta*, theta_0 and the noise are drawn per evaluator object from a secret
+    # (Evaluator.secret_seed), so a candidate cannot rebuild them from the published seeds and fit the
+    # schedule to them; ``public_seeds = True`` gives the published seeds the reference figures were measured on
+    secret_sets = ("train", "test")
+    slot_process = True  # called once per instance: the candidate runs in a process of its own (sandbox/_slotproc.py)
     tags = ("bandits", "single-index model", "sgd", "learning-rate schedule", "online learning")
 
     def load_instances(self, instance_set: str) -> list[RidgeInstance]:
-        return list(_load(instance_set))
+        if instance_set not in _SPECS:
+            raise self.unknown_instance_set(instance_set, _SPECS)
+        secret = self.seeds_secret(instance_set)
+        out = []
+        for i, (link, d, T, seed) in enumerate(_SPECS[instance_set]):
+            # the seed base of theta*, theta_0 and the noise: published, or drawn from this object's key; the
+            # slot never sees it (it gets horizon, d and degree in a process of its own), the parent replays
+            base = self.secret_seed(seed, instance_set, i) % (1 << 48)
+            out.append(RidgeInstance(f"{link}_d{d}_T{T}_" + (f"secret{i}" if secret else f"s{seed}"), link, d, T, base))
+        return out
 
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: RidgeInstance) -> dict[str, Any]:

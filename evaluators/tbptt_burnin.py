@@ -103,6 +103,7 @@ class TBPTTBurnIn(Evaluator):
     baselines = {"half": _TEMPLATE.source(), **{k: _TEMPLATE.source(v) for k, v in _BODIES.items()}}
     # Measured in-process, one torch thread, stored as data (``python -m hifo.evaluators.tbptt_burnin``).
     reference_figures = _load_refs()
+    slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("training", "recurrent networks", "system identification", "torch")
 
     def load_instances(self, instance_set: str) -> list[BurnInInstance]:

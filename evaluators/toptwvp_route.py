@@ -157,6 +157,7 @@ class TOPTWVPRoute(Evaluator):
         "cheapest_insertion": {"train": {"gap_percent": 18.117}, "test": {"gap_percent": 20.539}},
         "toptw_ratio": {"train": {"gap_percent": 29.591}, "test": {"gap_percent": 28.278}},
     }
+    slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("routing", "orienteering", "team", "time windows", "decost", "two-stage")
 
     def load_instances(self, instance_set: str) -> list[OPTWVPInstance]:

@@ -128,6 +128,7 @@ class TSPConstruct(Evaluator):
             "tsplib": {"gap_percent": 25.86},
         },
     }
+    slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags: tuple[str, ...] = ("routing", "tsp", "constructive", "eoh")
     # grammar-constrained decoding of the embedded model: the return picks one of unvisited_nodes by
     # np.argmin / np.argmax of an expression over per-candidate distance vectors

@@ -77,7 +77,7 @@ def execute(
                                 catch)
         times: list[float] = []
         parts = run_instances(solver, function, instances, limits, catch, times, fenced=fence is not None,
-                              progress=progress)
+                              progress=progress, between=None if slot is None else slot.next_instance)
     except JobFailure as failure:
         if slot is not None:
             slot.close()
@@ -168,8 +168,10 @@ def run_instances(
     times: list[float] | None = None,
     fenced: bool = False,
     progress: Callable[[bytes], None] | None = None,
+    between: Callable[[], None] | None = None,
 ) -> list[str]:
-    """Call ``solver(function, instance)`` for each instance; JSON-encode each solution."""
+    """Call ``solver(function, instance)`` for each instance; JSON-encode each solution. ``between``
+    runs after each instance (a slot proxy's ``next_instance``: the next one gets a fresh slot server)."""
     cap = int(limits.get("max_solution_bytes") or 0)
     parts: list[str] = []
     total = 2  # the enclosing brackets
@@ -179,6 +181,8 @@ def run_instances(
         where = f"on instance {index}"
         started = time.perf_counter()
         solution = _guarded(lambda: solver(function, instance), where, limits, catch)
+        if between is not None:
+            _guarded(between, where, limits, catch)
         if progress is not None:
             progress(MARK_INSTANCE)
         if times is not None:

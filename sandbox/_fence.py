@@ -28,6 +28,12 @@ Three layers, each naming the rule it enforces in its failure reason ("fence: ..
    and code-object construction. A blocked event also fails the job even if the candidate catches
    the exception.
 
+**A lint, not a boundary** (issue 28): pure Python escaped it (a class defining ``__array_interface__``
+plus ``id()`` maps raw memory, and from there the real builtins and this module's state are reachable).
+It refuses such material early and readably (special-method definitions that libraries call, ``id``,
+three-argument ``type``, metaclasses), but the guarantees come from process boundaries: the sandbox, the
+slot process (:mod:`hifo.sandbox._slotproc`) and the trusted parent.
+
 Limits (honest): this is a Python-level fence of our own (RestrictedPython is not a dependency);
 its guarantees rest on CPython's audit events and on the allowlisted libraries exposing no
 escape hatch through public, non-module attributes. Generators or closures the candidate hands
@@ -72,9 +78,23 @@ GLOBAL_STATE_ATTRS = frozenset({"seterr", "seterrcall", "setbufsize", "set_print
 PROTECTED_OWNERS = frozenset({"hifo", "_hifo_sandbox", "evaluators", "problems", "numpy", "torch", "scipy", "builtins",
                               "sklearn", "highspy", "pyvrp", "elkai", "numbers", "abc", "functools", "operator"})
 ALLOWED_DUNDER_ATTRS = frozenset({"__init__"})
+# special methods a candidate class may not define: protocols through which a library (numpy's array interface,
+# the buffer protocol, descriptors, attribute hooks, pickling, class creation) runs the candidate's code or reads
+# memory the candidate points it at, often outside the audit window (a lint: see README "Fair fitness")
+DENIED_SPECIAL_METHODS = frozenset({
+    "__array_interface__", "__array__", "__array_struct__", "__array_priority__", "__array_ufunc__",
+    "__array_function__", "__array_wrap__", "__array_finalize__", "__array_prepare__", "__buffer__",
+    "__release_buffer__", "__dlpack__", "__dlpack_device__", "__cuda_array_interface__", "__get__", "__set__",
+    "__delete__", "__set_name__", "__class_getitem__", "__getattr__", "__getattribute__", "__setattr__",
+    "__delattr__", "__init_subclass__", "__mro_entries__", "__instancecheck__", "__subclasscheck__",
+    "__prepare__", "__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__getnewargs__",
+    "__getnewargs_ex__", "__copy__", "__deepcopy__", "__del__", "__new__", "__class__", "__index__", "__fspath__",
+})
+# builtins that expose object addresses or build classes outside a ``class`` statement
+ADDRESS_BUILTINS = frozenset({"id"})
 REMOVED_BUILTINS = (
     "eval", "exec", "compile", "open", "input", "breakpoint", "globals", "locals", "vars", "help", "exit",
-    "quit", "copyright", "credits", "license", "memoryview", "__loader__", "__spec__",
+    "quit", "copyright", "credits", "license", "memoryview", "__loader__", "__spec__", "id",
 )
 BLOCKED_EVENTS = frozenset({
     "open", "os.system", "os.kill", "os.killpg", "os.fork", "os.forkpty", "os.posix_spawn", "os.chdir", "os.remove",
@@ -102,8 +122,10 @@ class _State:
 def check_source(code: str, allowed: tuple[str, ...]) -> None:
     """Static rules on the candidate's source; raises :class:`FenceViolation` (or SyntaxError)."""
     tree = ast.parse(code, "<candidate>")
+    bound = _bound_names(tree)
     for node in ast.walk(tree):
         line = getattr(node, "lineno", "?")
+        _check_lint(node, line, bound)
         if isinstance(node, ast.Import):
             for alias in node.names:
                 _check_import(alias.name, allowed, line)
@@ -122,6 +144,37 @@ def check_source(code: str, allowed: tuple[str, ...]) -> None:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if node.name.startswith("__hifo"):
                 raise FenceViolation(f"fence: reserved name {node.name!r} (candidate line {line})")
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    """Names the candidate binds itself (assignments, arguments, definitions, imports)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            out.add(node.id)
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.alias):
+            out.add((node.asname or node.name).split(".")[0])
+    return out
+
+
+def _check_lint(node: ast.AST, line: Any, bound: set[str]) -> None:
+    """Early refusals of escape material (a lint; the process boundary is what holds)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in DENIED_SPECIAL_METHODS:
+        raise FenceViolation(f"fence: defining {node.name!r} is not allowed (candidate line {line}): libraries call "
+                             "it with the candidate's code outside the slot")
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in DENIED_SPECIAL_METHODS:
+        raise FenceViolation(f"fence: the name {node.value!r} is not allowed (candidate line {line})")
+    if isinstance(node, ast.ClassDef) and any(k.arg == "metaclass" for k in node.keywords):
+        raise FenceViolation(f"fence: metaclasses are not allowed (candidate line {line})")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in bound:
+        if node.func.id in ADDRESS_BUILTINS:
+            raise FenceViolation(f"fence: {node.func.id}() is not allowed (candidate line {line}): it gives addresses")
+        if node.func.id == "type" and (len(node.args) != 1 or node.keywords):
+            raise FenceViolation(f"fence: type() with more than one argument is not allowed (candidate line {line})")
 
 
 def _check_import(name: str, allowed: tuple[str, ...], line: Any) -> None:
@@ -232,10 +285,31 @@ def guarded_builtins(allowed: tuple[str, ...]) -> dict[str, Any]:
                 _module_check(real_getattr(module, item))
         return module
 
+    real_build_class = builtins.__build_class__
+
+    def g_build_class(func: Any, name: str, *bases: Any, **kwds: Any) -> Any:
+        if "metaclass" in kwds:
+            raise FenceViolation("fence: metaclasses are not allowed")
+        cls = real_build_class(func, name, *bases, **kwds)
+        namespace = vars(cls)
+        denied = sorted(n for n in DENIED_SPECIAL_METHODS & set(namespace) if _candidate_made(namespace[n]))
+        if denied:
+            raise FenceViolation(f"fence: class {name!r} defines {denied[0]!r}, which is not allowed")
+        return cls
+
     safe = {k: v for k, v in vars(builtins).items() if k not in REMOVED_BUILTINS}
-    safe.update(__import__=g_import, getattr=g_getattr, hasattr=g_hasattr, setattr=g_setattr, delattr=g_delattr,
-                __hifo_r__=read, __hifo_w__=write_target)
+    safe.update(__build_class__=g_build_class, __import__=g_import, getattr=g_getattr, hasattr=g_hasattr,
+                setattr=g_setattr, delattr=g_delattr, __hifo_r__=read, __hifo_w__=write_target)
     return safe
+
+
+def _candidate_made(value: Any) -> bool:
+    """A function (or property/static/class method of one) compiled from the candidate's source."""
+    for inner in (value, getattr(value, "fget", None), getattr(value, "__func__", None)):
+        code = getattr(inner, "__code__", None)
+        if isinstance(code, types.CodeType) and code.co_filename.startswith("<candidate"):
+            return True
+    return False
 
 
 def _checked_format(text: str, method: Any) -> Any:

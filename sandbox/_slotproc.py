@@ -1,25 +1,38 @@
-"""A slot in a process of its own: the candidate sees only the slot's arguments.
+"""A slot in a process of its own, a fresh one per instance: the candidate sees only the slot's arguments.
 
 For slots the algorithm calls only a few times per instance (an evaluator sets
-``slot_process = True``; ``Job.fence["process"]``), the sandbox child forks a *slot process*
-before it unpickles the instances. The slot process closes the result pipe and the zygote's
-socket, drops the instances' pickled bytes (freed, not zeroed), installs the fence's audit hook,
-loads the candidate under the fence and then answers calls on a socket pair: the algorithm
-process (the child itself) sends the arguments, the slot process sends back the return value.
-The candidate thus shares no memory with the algorithm: it cannot patch the algorithm's modules,
+``slot_process = True``; ``Job.fence["process"]``), the sandbox child forks a *slot zygote*
+before it unpickles the instances. The slot zygote closes the result pipe and the zygote's
+socket and drops the instances' pickled bytes (freed, not zeroed); it never runs candidate code.
+For each instance it forks a *slot server*: that process installs the fence's audit hook, loads
+the candidate under the fence and answers calls on a socket pair: the algorithm process (the
+child itself) sends the arguments, the slot server sends back the return value. At the end of
+the instance the algorithm tells the server to leave; the zygote reaps it, kills whatever it
+started (its process group) and forks the next server from its own pristine memory.
+
+So the candidate shares no memory with the algorithm (it cannot patch the algorithm's modules,
 read its caller's frames or the other instances, or reach the result channel, whatever the
-in-process fence would have missed.
+in-process fence would have missed), and nothing it kept while solving one instance (module
+globals, function attributes, caches, anything it mapped or opened, even after a fence escape)
+exists in the process that serves the next: module state comes from a fresh load of the source.
 
-Wire: 8-byte length, then one kind byte and a body. Algorithm -> slot: ``C`` + pickle of
-``(args, kwargs)`` (trusted data). Slot -> algorithm: ``R`` + a pickle read by
-:class:`_Restricted` (plain containers, numbers, strings and numpy arrays/scalars; no other
-class is ever looked up, so no code of the candidate runs in the algorithm's process), or ``F`` +
-JSON ``{"status", "reason"}`` for a failure (exception, fence violation, unencodable value).
+Wire: frames of an 8-byte length, one kind byte and a body. Control goes over a socket pair: algorithm ->
+zygote ``N`` (start a server); server -> algorithm ``R`` + its pid once loaded, or ``F``; zygote ->
+algorithm ``X`` + how a server ended. Calls go through :class:`_Channel` (shared memory, eventfd
+wake-ups; a frame over :data:`CHANNEL_BYTES` is announced there and follows on the socket): algorithm ->
+server ``C`` + pickle of ``(args, kwargs)`` (trusted data), ``A`` (the same, and the arguments come back
+too), ``E`` (leave); server -> algorithm ``R`` + a pickle read by :class:`_Restricted` (plain containers,
+numbers, strings and numpy arrays/scalars; no other class is ever looked up, so no code of the candidate
+runs in the algorithm's process), or ``F`` + JSON ``{"status", "reason"}`` for a failure (exception,
+fence violation, unencodable value). If a server dies during a call, its pidfd wakes the algorithm, which
+then reads the zygote's ``X``.
 
-Budgets: the proxy adds the slot process's CPU time (``/proc/<pid>/stat``, read by the algorithm
-process; its wall time where /proc cannot be read) to ``slot_cpu_s``, for evaluators whose budget
-is the evaluating process's CPU time (``milp_primal``). Its memory limit is its own (RLIMIT_AS is
-per process), so a job may use up to twice ``memory_mb``.
+Budgets: ``SlotProxy.slot_cpu_s`` is the CPU time of every slot server so far, loading included (read by
+the algorithm process from the server's process CPU clock, ``/proc/<pid>/stat`` where that fails, and
+the wall time of the calls where neither can be read), for evaluators whose budget is the evaluating
+process's CPU time (``milp_primal``); it is read when asked for, so a call costs no clock reads. Each
+process's memory limit is its own (RLIMIT_AS is per process), so a job may use up to twice
+``memory_mb``.
 """
 
 from __future__ import annotations
@@ -27,8 +40,10 @@ from __future__ import annotations
 import ctypes
 import io
 import json
+import mmap
 import os
 import pickle
+import select
 import signal
 import socket
 import struct
@@ -40,6 +55,51 @@ from . import _execute
 _LEN = struct.Struct("!Q")
 MAX_FRAME = 1 << 30
 PR_SET_PDEATHSIG = 1
+CHANNEL_BYTES = 1 << 20  # each direction's shared-memory frame; larger frames go over the socket
+_OVER_SOCKET = (1 << 64) - 1
+_REQUEST, _ANSWER = 0, CHANNEL_BYTES
+
+
+class _Channel:
+    """The per-call path: frames in an anonymous shared mapping (one half per direction), an eventfd
+    per direction as the wake-up. Made by the algorithm process before it forks the slot zygote, so every
+    slot server inherits it; between instances the algorithm drops its pages (MADV_REMOVE: the next
+    server reads zeros) and drains both eventfds, so nothing a server left there reaches the next."""
+
+    def __init__(self) -> None:
+        self.mem = mmap.mmap(-1, 2 * CHANNEL_BYTES)  # MAP_SHARED | MAP_ANONYMOUS
+        self.to_slot = os.eventfd(0)
+        self.to_algorithm = os.eventfd(0)
+
+    def send(self, offset: int, kind: bytes, body: bytes, wake: int, sock: socket.socket) -> None:
+        """Write a frame and wake the other side (``wake``: its eventfd); a frame too large for the mapping is
+        announced there and follows on the socket (after the wake-up: the reader is waiting on the eventfd)."""
+        n = len(body) + 1
+        if n + _LEN.size > CHANNEL_BYTES:
+            self.mem[offset:offset + _LEN.size] = _LEN.pack(_OVER_SOCKET)
+            os.eventfd_write(wake, 1)
+            _send(sock, kind, body)
+            return
+        start = offset + _LEN.size
+        self.mem[offset:start] = _LEN.pack(n)
+        self.mem[start:start + 1] = kind
+        self.mem[start + 1:start + n] = body
+        os.eventfd_write(wake, 1)
+
+    def read(self, offset: int, sock: socket.socket) -> tuple[bytes, bytes]:
+        n = _LEN.unpack(self.mem[offset:offset + _LEN.size])[0]
+        if n == _OVER_SOCKET:
+            return _recv(sock)
+        if not 1 <= n <= CHANNEL_BYTES - _LEN.size:
+            raise EOFError("bad frame length")
+        frame = self.mem[offset + _LEN.size:offset + _LEN.size + n]  # a copy: later writes cannot change it
+        return frame[:1], frame[1:]
+
+    def reset(self) -> None:
+        self.mem.madvise(mmap.MADV_REMOVE)
+        for fd in (self.to_slot, self.to_algorithm):
+            while select.select([fd], [], [], 0)[0]:
+                os.eventfd_read(fd)
 
 
 class _Restricted(pickle.Unpickler):
@@ -64,6 +124,7 @@ def fork(payload: dict[str, Any], close_fds: tuple[int, ...], limits: dict[str, 
     """In the sandbox child, before the instances are unpickled: start the slot process. Returns the
     proxy in the child; the slot process serves calls and never returns."""
     mine, theirs = socket.socketpair()
+    channel = _Channel()
     pid = os.fork()
     if pid == 0:  # the slot process
         try:
@@ -78,12 +139,62 @@ def fork(payload: dict[str, Any], close_fds: tuple[int, ...], limits: dict[str, 
             payload.clear()  # the instances' pickled bytes: the last reference goes
         except BaseException:
             os._exit(72)
-        _serve(theirs, code, entry, fence, limits)
+        _zygote(theirs, channel, code, entry, fence, limits)
     theirs.close()
-    return SlotProxy(pid, mine, payload["entry"])
+    return SlotProxy(pid, mine, payload["entry"], channel)
 
 
-def _serve(sock: socket.socket, code: str, entry: str, fence: dict[str, Any], limits: dict[str, Any]) -> None:
+def _zygote(sock: socket.socket, channel: _Channel, code: str, entry: str, fence: dict[str, Any],
+            limits: dict[str, Any]) -> None:
+    """The slot zygote: on each ``N``, fork a slot server and wait for it; never runs candidate code."""
+    while True:
+        try:
+            kind, _ = _recv(sock)
+        except (OSError, EOFError):
+            os._exit(0)
+        if kind != b"N":
+            os._exit(73)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # dies with the zygote
+                os.setpgid(0, 0)  # its own group: whatever it starts is killed with it
+                keep = {0, 1, 2, sock.fileno(), channel.to_slot, channel.to_algorithm}
+                for name in os.listdir("/proc/self/fd"):
+                    if int(name) not in keep:
+                        try:
+                            os.close(int(name))
+                        except OSError:
+                            pass
+            except BaseException:
+                os._exit(72)
+            _serve(sock, channel, code, entry, fence, limits)
+        try:
+            status = os.waitpid(pid, 0)[1]
+        except ChildProcessError:
+            status = -1
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:  # the server is gone: say how (a proxy still waiting for an answer learns it died)
+            _send(sock, b"X", _describe_status(status).encode())
+        except OSError:
+            os._exit(0)
+
+
+def _describe_status(status: int) -> str:
+    if status < 0:
+        return "exit status lost"
+    if os.WIFSIGNALED(status):
+        return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exit code {os.WEXITSTATUS(status)}"
+
+
+def _serve(sock: socket.socket, channel: _Channel, code: str, entry: str, fence: dict[str, Any],
+           limits: dict[str, Any]) -> None:
+    """One slot server: load the candidate (its outcome over the socket), then answer calls over the channel
+    until ``E``."""
     from . import _fence
 
     try:
@@ -95,18 +206,27 @@ def _serve(sock: socket.socket, code: str, entry: str, fence: dict[str, Any], li
     except BaseException as exc:
         _send_failure(sock, *_execute.describe_exception(exc, "while loading the candidate", limits))
         os._exit(0)
-    _send(sock, b"R", pickle.dumps(None))  # ready
+    _send(sock, b"R", pickle.dumps(os.getpid()))  # loaded
+
+    def answer(kind: bytes, body: bytes) -> None:
+        channel.send(_ANSWER, kind, body, channel.to_algorithm, sock)
+
     while True:
         try:
-            kind, body = _recv(sock)
+            os.eventfd_read(channel.to_slot)
+            kind, body = channel.read(_REQUEST, sock)
         except (OSError, EOFError):
             os._exit(0)
+        if kind not in (b"C", b"A"):
+            os._exit(0)  # "E": the instance is over
         args, kwargs = pickle.loads(body)  # from the algorithm process (trusted)
         try:
             value = function(*args, **kwargs)
+            if kind == b"A":  # the arguments as the call left them go back too (state the slot keeps in them)
+                value = (value, args, kwargs)
             violation = _fence.take_violation()
             if violation:
-                _send_failure(sock, "error", violation)
+                answer(b"F", _failure("error", violation))
                 continue
             _fence._enter()  # pickling may run the candidate's own methods: inside the audit window
             try:
@@ -116,43 +236,126 @@ def _serve(sock: socket.socket, code: str, entry: str, fence: dict[str, Any], li
         except BaseException as exc:  # noqa: BLE001  (reported, the process goes on serving)
             violation = _fence.take_violation()
             if violation:
-                _send_failure(sock, "error", violation)
+                answer(b"F", _failure("error", violation))
             else:
-                _send_failure(sock, *_execute.describe_exception(exc, "in the slot process", limits))
+                answer(b"F", _failure(*_execute.describe_exception(exc, "in the slot process", limits)))
             continue
-        _send(sock, b"R", data)
+        answer(b"R", data)
 
 
 class SlotProxy:
-    """The candidate's function as the algorithm sees it: each call goes to the slot process."""
+    """The candidate's function as the algorithm sees it: each call goes to the current slot server.
 
-    def __init__(self, pid: int, sock: socket.socket, entry: str) -> None:
-        self.pid, self.sock, self.__name__ = pid, sock, entry
-        self.slot_cpu_s = 0.0  # CPU seconds the slot process spent in calls, measured from outside it
+    ``pid`` is the slot zygote's; ``server_pid`` the server of the current instance (None between
+    instances: the next call, or :meth:`ready`, starts one). :meth:`next_instance` ends the server, so
+    the next instance is served by a fresh load of the candidate in a fresh process. Calls travel through
+    the shared-memory channel; loading, the end of a server and oversized frames through the socket."""
+
+    def __init__(self, pid: int, sock: socket.socket, entry: str, channel: _Channel) -> None:
+        self.pid, self.sock, self.channel, self.__name__ = pid, sock, channel, entry
+        self.server_pid: int | None = None
+        self.servers = 0  # slot servers started so far (one per instance)
+        self._ended_cpu_s = 0.0  # CPU seconds of the servers that have ended, measured from outside them
+        self._unclocked_s = 0.0  # wall time of calls to servers whose CPU time could not be read
         self.calls = 0
         self._tick = os.sysconf("SC_CLK_TCK")
+        self._poll: Any = None
+        self._clock_failed = False
+        self._pidfd: int | None = None
 
     def ready(self) -> "SlotProxy":
-        """Wait until the candidate is loaded; raises JobFailure with the slot process's reason."""
-        self._answer()
+        """Start the server of the first instance and wait until the candidate is loaded; raises
+        JobFailure with the slot process's reason."""
+        if self.server_pid is None:
+            _send(self.sock, b"N", b"")
+            pid = self._decode(*self._recv_socket())
+            if not isinstance(pid, int):
+                raise _execute.JobFailure("invalid", "the slot process answered with a malformed frame")
+            self.server_pid = pid
+            self.servers += 1
+            self._pidfd = os.pidfd_open(pid)
+            self._poll = select.poll()
+            self._poll.register(self.channel.to_algorithm, select.POLLIN)
+            self._poll.register(self._pidfd, select.POLLIN)
+            if self._cpu() is None:  # no clock for this server: its calls are charged their wall time
+                self._clock_failed = True
         return self
 
+    def next_instance(self) -> None:
+        """The instance is over: its server leaves (and takes everything it kept with it); returns once
+        the zygote has reaped it and the channel is wiped."""
+        if self.server_pid is None:
+            return
+        self._drop_server()
+        self.channel.send(_REQUEST, b"E", b"", self.channel.to_slot, self.sock)
+        kind, _ = self._recv_socket()
+        if kind != b"X":
+            raise _execute.JobFailure("invalid", "the slot process answered after the end of its instance")
+        self.channel.reset()
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        before, started = self._cpu(), time.perf_counter()
-        _send(self.sock, b"C", pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL))
+        return self._call(b"C", args, kwargs)
+
+    def call_returning_args(self, *args: Any, **kwargs: Any) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+        """``(value, args, kwargs)``: the value and the arguments as the slot's call left them, for slots that
+        keep state in an argument they mutate (a ``memory`` dict); read like any answer (plain data only)."""
+        value, args_after, kwargs_after = self._call(b"A", args, kwargs)
+        return value, tuple(args_after), dict(kwargs_after)
+
+    def _call(self, kind: bytes, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        self.ready()
+        started = time.perf_counter()
         try:
-            return self._answer()
+            self.channel.send(_REQUEST, kind, pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL),
+                              self.channel.to_slot, self.sock)
+            while True:
+                ready = {fd for fd, _ in self._poll.poll()}
+                if self.channel.to_algorithm in ready:
+                    os.eventfd_read(self.channel.to_algorithm)
+                    try:
+                        frame = self.channel.read(_ANSWER, self.sock)
+                    except (OSError, EOFError):
+                        raise _execute.JobFailure("invalid", "the slot process answered with a malformed frame") \
+                            from None
+                    return self._decode(*frame)
+                if self._pidfd in ready:  # the server died without answering: the zygote says how
+                    self._drop_server()
+                    return self._decode(*self._recv_socket())
         finally:
-            after = self._cpu()
-            spent = after - before if before is not None and after is not None else time.perf_counter() - started
-            self.slot_cpu_s += max(spent, 0.0)
+            if self._clock_failed:
+                self._unclocked_s += time.perf_counter() - started
             self.calls += 1
 
-    def _answer(self) -> Any:
+    @property
+    def slot_cpu_s(self) -> float:
+        """CPU seconds of all slot servers so far (the current one read now), measured from outside them."""
+        current = self._cpu() if self.server_pid is not None else 0.0
+        if current is None:
+            self._clock_failed, current = True, 0.0
+        return self._ended_cpu_s + current + self._unclocked_s
+
+    def _drop_server(self) -> None:
+        if self.server_pid is not None:
+            spent = self._cpu()  # before it leaves (a dead server's clock is gone: its calls count as wall time)
+            if spent is None:
+                self._clock_failed = True
+            else:
+                self._ended_cpu_s += spent
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        self.server_pid = None
+
+    def _recv_socket(self) -> tuple[bytes, bytes]:
         try:
-            kind, body = _recv(self.sock)
+            return _recv(self.sock)
         except (OSError, EOFError):
             raise _execute.JobFailure("crashed", f"the slot process died ({self._exit_status()})") from None
+
+    def _decode(self, kind: bytes, body: bytes) -> Any:
+        if kind == b"X":
+            self.server_pid = None
+            raise _execute.JobFailure("crashed", f"the slot process died ({body.decode('utf-8', 'replace')})")
         if kind == b"F":
             failure = json.loads(body.decode("utf-8", "replace"))
             raise _execute.JobFailure(str(failure.get("status") or "error"), str(failure.get("reason") or "?"))
@@ -164,8 +367,16 @@ class SlotProxy:
             raise _execute.JobFailure("invalid", f"slot answer refused: {_execute.one_line(exc)}") from None
 
     def _cpu(self) -> float | None:
+        """CPU seconds of the current server so far: its process CPU clock (one clock_gettime), else /proc."""
+        pid = self.server_pid
+        if pid is None:
+            return None
         try:
-            with open(f"/proc/{self.pid}/stat", "rb") as handle:
+            return time.clock_gettime(((~pid) << 3) | 2)  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
+        except OSError:
+            pass
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
                 fields = handle.read().rsplit(b")", 1)[1].split()
             return (int(fields[11]) + int(fields[12])) / self._tick
         except (OSError, IndexError, ValueError):
@@ -191,8 +402,12 @@ class SlotProxy:
             pass
 
 
+def _failure(status: str, reason: str) -> bytes:
+    return json.dumps({"status": status, "reason": reason}).encode("utf-8", "replace")
+
+
 def _send_failure(sock: socket.socket, status: str, reason: str) -> None:
-    _send(sock, b"F", json.dumps({"status": status, "reason": reason}).encode("utf-8", "replace"))
+    _send(sock, b"F", _failure(status, reason))
 
 
 def _send(sock: socket.socket, kind: bytes, body: bytes) -> None:

@@ -20,7 +20,10 @@ from hifo.sandbox import InProcessExecutor, run_job
 from hifo.sandbox import _fence
 from hifo.sandbox.job import SandboxResult
 
-ATTACKS = sorted((Path(__file__).parent / "attacks").glob("*.py"))
+# attacks that must be rejected with a reason; the ones whose header says "# expect: no better than the best
+# baseline" (leaks through the evaluator's own inputs) are scored by tests/evaluators/test_instance_secrecy.py
+ATTACKS = sorted(p for p in (Path(__file__).parent / "attacks").glob("*.py")
+                 if "# expect: no better than the best baseline" not in p.read_text())
 # Baselines that are deterministic given the instance (no wall-clock budget inside the algorithm).
 EXACT = ("bpp_online", "tsp_construct", "atsp_construct", "acvrp_construct", "optwvp_route", "optwvp_service",
          "toptwvp_route")
@@ -241,11 +244,39 @@ def test_honest_candidate_runs_under_the_fence():
     ("def f():\n    return str.format('{0.__class__}', 1)", "lookups inside str.format fields"),
     ("import numbers\ndef f():\n    numbers.Integral.register(str)", "'register' changes process-wide state"),
     ("def f():\n    import string", "import of 'string'"),
+    # issue 28: definitions through which libraries run the candidate's code or read memory it names
+    ("class A:\n    def __array__(self):\n        return 0\ndef f():\n    pass", "defining '__array__'"),
+    ("class A:\n    def __get__(self, o, t):\n        return 0\ndef f():\n    pass", "defining '__get__'"),
+    ("class A:\n    def __getattr__(self, n):\n        return 0\ndef f():\n    pass", "defining '__getattr__'"),
+    ("class A:\n    def __reduce__(self):\n        return 0\ndef f():\n    pass", "defining '__reduce__'"),
+    ("class A:\n    def __class_getitem__(cls, k):\n        return 0\ndef f():\n    pass", "defining '__class_getitem__'"),
+    ("def f():\n    return id(f)", "id() is not allowed"),
+    ("def f():\n    return type('A', (), {})", "type() with more than one argument"),
+    ("def f():\n    return {'__array_interface__': 1}", "the name '__array_interface__' is not allowed"),
+    ("class M(type):\n    pass\nclass A(metaclass=M):\n    pass\ndef f():\n    pass", "metaclasses are not allowed"),
 ])
 def test_fence_rules(source, rule):
     with pytest.raises((_fence.FenceViolation, NameError), match=re.escape(rule)):
         fn = _fence.load(source, "f", _fence.DEFAULT_SLOT_IMPORTS)
         fn()
+
+
+def test_fence_lint_allows_plain_classes_and_a_local_named_id():
+    source = ("from typing import NamedTuple\n"
+              "class P(NamedTuple):\n    a: int\n    b: int\n"
+              "class Item:\n    def __init__(self, v):\n        self.v = v\n"
+              "    def __lt__(self, other):\n        return self.v < other.v\n"
+              "def f():\n    id = lambda x: x  # a name of its own, not the builtin\n"
+              "    return id(P(1, 2).b) + (Item(1) < Item(2))\n")
+    assert _fence.load(source, "f", _fence.DEFAULT_SLOT_IMPORTS)() == 3
+
+
+def test_class_statement_is_checked_at_run_time_too():
+    """Past the static check (here: compiled directly), the guarded ``__build_class__`` still refuses a class of
+    the candidate's that defines a denied method; library classes with such methods (NamedTuple's) pass."""
+    code = compile("class A:\n    def __array__(self):\n        return 0\n", "<candidate>", "exec")
+    with pytest.raises(_fence.FenceViolation, match="class 'A' defines '__array__'"):
+        exec(code, {"__builtins__": _fence.guarded_builtins(_fence.DEFAULT_SLOT_IMPORTS), "__name__": "hifo_candidate"})
 
 
 def test_parent_refuses_a_fenced_import_without_a_sandbox_run():
@@ -317,4 +348,5 @@ def test_few_call_slots_run_in_a_process_of_their_own():
     from hifo.evaluators.registry import get_evaluator_class as _class, list_evaluators
 
     using = {name for name in list_evaluators() if getattr(_class(name), "slot_process", False)}
-    assert using == {"milp_primal", "radar_tune", "optwvp_service", "newton_schulz"}
+    assert {"milp_primal", "radar_tune", "optwvp_service", "newton_schulz", "fl_aggregate", "lp_irls",
+            "ridge_schedule", "fdiv_pessimism"} <= using

@@ -17,7 +17,9 @@ from hifo.evaluators.glowq_select import GlowQSelect
 @pytest.fixture(scope="module")
 def ev():
     with one_torch_thread():
-        yield GlowQSelect()
+        ev = GlowQSelect()
+        ev.public_seeds = True  # the published model (the test set's secret model is checked below)
+        yield ev
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +75,16 @@ def test_parallel_scoring_in_threads_matches_serial(ev, instance):
         parallel = [m["ppl"] for m in ex.map(lambda s: ev.score(instance, s), sols)]
     # same models and choices; only the order of float reductions may differ between threads (~1e-7)
     assert parallel == pytest.approx(serial, rel=1e-6)
+
+
+def test_the_test_model_is_secret_and_the_train_model_published():
+    """A fresh evaluator object draws its test model from a secret: other statistics than the published
+    model's (so a table computed offline for those does not apply), the same names and budgets' form."""
+    with one_torch_thread():
+        secret = GlowQSelect()
+        public = GlowQSelect()
+        public.public_seeds = True
+        assert secret.load_instances("train")[0].groups == public.load_instances("train")[0].groups
+        hidden, shown = secret.load_instances("test"), public.load_instances("test")
+    assert all(i.model_seed != 0 for i in hidden) and all(i.model_seed == 0 for i in shown)
+    assert [g["error_energy"] for g in hidden[0].groups] != [g["error_energy"] for g in shown[0].groups]

@@ -127,3 +127,18 @@ def test_blocked_user_namespaces_are_named_with_their_fix(as_user):
     warnings = [line for line in err.splitlines() if line.startswith("WARNING: hifo sandbox")]
     assert warnings and len(warnings) == len(set(warnings)), err  # each printed once
     assert any("user namespace" in line for line in warnings)
+
+
+def test_slot_process_as_an_ordinary_user(as_user):
+    """Issue 28 as an ordinary user: the slot process (a fresh server per instance, the shared-memory channel,
+    and through the real sandbox, tests/sandbox/solvers.py). The evaluator-level leak attacks
+    (tests/evaluators/test_instance_secrecy.py) run as root only: this harness's sandboxed child, on the system
+    interpreter, cannot import the editable-installed hifo (the hostile and private tests above avoid it the same
+    way, with their own solvers module)."""
+    tests = ["tests/sandbox/test_slotproc.py"]
+    code = ("import pytest\nsys.exit(pytest.main(['-x', '-q', '-p', 'no:cacheprovider', '-rs', "
+            f"'--rootdir', {str(REPO / 'tests' / 'sandbox')!r}, '-c', '/dev/null', '-k', 'not milp', *{tests!r}]))\n")
+    done = as_user(code)
+    report = done.stdout[-4000:] + done.stderr[-2000:]
+    assert done.returncode == 0, report
+    assert " passed" in done.stdout and "SKIPPED" not in done.stdout, report

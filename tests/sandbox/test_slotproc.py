@@ -69,12 +69,80 @@ def test_a_fenced_import_fails_the_load():
 
 
 def test_a_dead_slot_process_is_a_crash():
+    import time
+
     proxy = start("def f():\n    return 1\n").ready()
-    os.kill(proxy.pid, 9)
+    server = proxy.server_pid
+    os.kill(proxy.pid, 9)  # the zygote: its server goes with it (PR_SET_PDEATHSIG)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(server, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.01)
     with pytest.raises(_execute.JobFailure, match="slot process died") as info:
         proxy()
     assert info.value.status == "crashed"
     proxy.close()
+
+
+def test_a_dead_slot_server_is_a_crash():
+    proxy = start("def f():\n    return 1\n").ready()
+    os.kill(proxy.server_pid, 9)
+    with pytest.raises(_execute.JobFailure, match="slot process died .killed by SIGKILL") as info:
+        proxy()
+    assert info.value.status == "crashed"
+    proxy.close()
+
+
+def test_each_instance_gets_a_fresh_slot_server_with_nothing_kept():
+    code = ("import numpy as np\n"
+            "seen = []\n"
+            "def f(x):\n"
+            "    seen.append(x)  # module state, a function attribute and a mutated argument: all kept per server\n"
+            "    f.calls = getattr(f, 'calls', 0) + 1\n"
+            "    return list(seen), f.calls\n")
+    proxy = start(code).ready()
+    try:
+        first = proxy.server_pid
+        assert proxy(1) == ([1], 1) and proxy(2) == ([1, 2], 2)  # within an instance state is kept
+        proxy.next_instance()
+        assert proxy(3) == ([3], 1)  # the next instance: a fresh load in a fresh process
+        assert proxy.server_pid not in (None, first) and proxy.servers == 2
+        with pytest.raises(ProcessLookupError):  # the first server is gone (reaped by the zygote)
+            os.kill(first, 0)
+    finally:
+        proxy.close()
+
+
+def test_frames_larger_than_the_shared_channel_go_over_the_socket():
+    proxy = start("import numpy as np\ndef f(x):\n    return x + 1.0\n").ready()
+    try:
+        big = np.arange(3 * _slotproc.CHANNEL_BYTES // 8, dtype=float)  # 3 MiB each way
+        assert np.array_equal(proxy(big), big + 1.0) and proxy(np.ones(2)).tolist() == [2.0, 2.0]
+    finally:
+        proxy.close()
+
+
+def test_the_channel_is_wiped_between_instances():
+    proxy = start("def f(x):\n    return x\n").ready()
+    try:
+        assert proxy("a" * 1000) == "a" * 1000
+        proxy.next_instance()
+        assert proxy.channel.mem[: 2 * _slotproc.CHANNEL_BYTES].count(b"a") == 0  # nothing left for the next server
+        assert proxy("b") == "b"
+    finally:
+        proxy.close()
+
+
+def test_call_returning_args_gives_back_the_mutated_arguments():
+    proxy = start("def f(x, memory):\n    memory['n'] = memory.get('n', 0) + x\n    return x * 2\n").ready()
+    try:
+        value, args, kwargs = proxy.call_returning_args(3, {"n": 1})
+        assert value == 6 and args == (3, {"n": 4}) and kwargs == {}
+    finally:
+        proxy.close()
 
 
 def test_restricted_unpickler_refuses_other_classes():
@@ -98,7 +166,7 @@ def test_through_the_sandbox_the_candidate_runs_outside_the_algorithms_process()
     result = run_job(job)
     assert result.ok, result.error
     (slot_pid, x1), (slot_pid2, x2) = (s["value"] for s in result.solutions)
-    assert (x1, x2) == (1, 2) and slot_pid == slot_pid2  # one slot process for the whole job
+    assert (x1, x2) == (1, 2) and slot_pid != slot_pid2  # a fresh slot server per instance
     assert {s["pid"] for s in result.solutions} != {slot_pid}
     inline = run_job(dataclasses.replace(job, fence=dict(fence, process=False)))
     assert inline.ok and all(s["value"][0] == s["pid"] for s in inline.solutions)

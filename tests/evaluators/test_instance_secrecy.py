@@ -1,0 +1,144 @@
+"""Instances are independent and held-out data secret (issue 28): leaks through the evaluator's own inputs.
+
+Every attack in ``attacks/`` whose header says ``# expect: no better than the best baseline`` runs through the
+real sandbox on the evaluator's instances (``# instances: N`` of ``# set: NAME``, default the train set) and
+must be rejected or score no better than the best of the evaluator's baselines, scored the same way on the
+same instances (so on the same secret draws). Where the attack's leak is a published seed, the test also
+shows that the attack wins on the published instances: what stops it is the secret, not a weak attack.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hifo.agents.evaluation import make_job, score_result
+from hifo.evaluators.registry import get_evaluator
+from hifo.sandbox import run_job
+
+BETTER_THAN_NOTHING = "# expect: no better than the best baseline"
+LEAKS = sorted(p for p in (Path(__file__).parent / "attacks").glob("*.py") if BETTER_THAN_NOTHING in p.read_text())
+
+
+def _header(path: Path, key: str, default: str) -> str:
+    found = re.search(rf"^# {key}: (\S+)$", path.read_text(), re.M)
+    return found.group(1) if found else default
+
+
+def fdiv_table(ev) -> dict[str, list[list[float]]]:
+    """The offline table of the fdiv attack: for each published test instance, keyed by its counts, the bonus
+    that takes each empirical mean down to the true reward (trusted code with the true model)."""
+    from hifo.evaluators.fdiv_pessimism import N_ACTIONS, N_CONTEXTS, _bandit
+    from hifo.problems.fdiv_bandits import statistics
+
+    public = get_evaluator("fdiv_pessimism")
+    public.public_seeds = True
+    table = {}
+    for inst in public.load_instances("test"):
+        counts, means = statistics((N_CONTEXTS, N_ACTIONS), inst.x, inst.a, inst.y)
+        true_r = _bandit(inst.kappa, inst.bandit_seed).r
+        table[",".join(str(int(c)) for c in counts.ravel())] = np.maximum(means - true_r, 0.0).tolist()
+    return table
+
+
+def attack_source(path: Path, ev) -> str:
+    code = path.read_text()
+    if path.stem == "fdiv_count_table":
+        code = code.replace("TABLE = {}\n", f"TABLE = {fdiv_table(ev)!r}\n", 1)
+    return code
+
+
+def sandboxed(ev, code: str, instances: list):
+    return score_result(ev, instances, run_job(make_job(ev, code, instances)))
+
+
+def best_baseline(ev, instances: list) -> tuple[str, float]:
+    scores = {}
+    for name, source in sorted(ev.baselines.items()):
+        score = sandboxed(ev, source, instances)
+        assert score.feasible, (name, score.error)
+        scores[name] = score.fitness
+    best = max(scores, key=scores.get)
+    return best, scores[best]
+
+
+def test_every_leak_of_issue_28_has_an_attack():
+    names = {_header(p, "evaluator", "") for p in LEAKS}
+    assert {"fl_aggregate", "lp_irls", "ridge_schedule", "fdiv_pessimism"} <= names
+
+
+@pytest.mark.parametrize("path", LEAKS, ids=[p.stem for p in LEAKS])
+def test_leak_attack_scores_no_better_than_the_best_baseline(path):
+    ev = get_evaluator(_header(path, "evaluator", ""))
+    instances = ev.load_instances(_header(path, "set", ev.default_train_set))[: int(_header(path, "instances", "1"))]
+    attack = sandboxed(ev, attack_source(path, ev), instances)
+    name, best = best_baseline(ev, instances)
+    if attack.feasible:
+        assert attack.fitness <= best + 1e-12, f"{path.name}: {attack.metrics} beats {name} ({best})"
+
+
+@pytest.mark.parametrize("stem, name", [("ridge_seed_replay", "ridge_schedule"), ("fdiv_count_table", "fdiv_pessimism"),
+                                        ("glowq_best_subset_table", "glowq_select")])
+def test_the_seed_attacks_win_where_the_seeds_are_published(stem, name):
+    """The same attacks on the published instances: far better than every baseline (the leak is real)."""
+    path = Path(__file__).parent / "attacks" / f"{stem}.py"
+    ev = get_evaluator(name)
+    ev.public_seeds = True
+    instances = ev.load_instances(_header(path, "set", ev.default_train_set))[: int(_header(path, "instances", "1"))]
+    attack = sandboxed(ev, attack_source(path, ev), instances)
+    _, best = best_baseline(ev, instances)
+    assert attack.feasible and attack.fitness > best, (attack.error, attack.metrics, best)
+
+
+def test_secret_instances_differ_per_evaluator_object_and_name_no_seed():
+    a, b = get_evaluator("fdiv_pessimism"), get_evaluator("fdiv_pessimism")
+    ia, ib = a.load_instances("test"), b.load_instances("test")
+    assert [i.name for i in ia] == [i.name for i in ib] and all("secret" in i.name for i in ia)
+    assert not np.array_equal(ia[0].x, ib[0].x)  # another key, another draw
+    assert np.array_equal(ia[0].x, a.load_instances("test")[0].x)  # the same object: the same instances
+    public = get_evaluator("fdiv_pessimism")
+    public.public_seeds = True
+    assert public.load_instances("test")[0].name == "kappa4_n1000_seed100"
+    assert a.load_instances("train")[0].name == public.load_instances("train")[0].name  # train stays published
+    ridge = get_evaluator("ridge_schedule")
+    assert {i.seed for i in ridge.load_instances("train")}.isdisjoint({0, 10, 20})
+
+
+def _shared_data_instances(name: str) -> list:
+    """The instances as they were before issue 28: one seed (fl_aggregate) or one A (lp_irls) for the whole set."""
+    if name == "fl_aggregate":
+        from hifo.evaluators.fl_aggregate import FLInstance
+
+        return [FLInstance(f"{a}/30pct/seed0", a, 0.3, 0) for a in ("sign_flip", "alie", "ipm", "label_flip")]
+    from hifo.evaluators.lp_irls import LpInstance, _key
+    from hifo.problems.lp_regression import primal_dual_irls, random_instance, reference_optimum
+
+    A, b = random_instance(30, 120, 100)
+    return [LpInstance(_key(30, 120, p, 100), A, b, p,
+                       min(reference_optimum(A, b, p)[0], min(primal_dual_irls(A, b, p, iterations=200).value)))
+            for p in (1.5, 3.0, 4.0, 8.0)]
+
+
+@pytest.mark.parametrize("stem, name", [("fl_cross_instance", "fl_aggregate"), ("lp_irls_row_space", "lp_irls")])
+def test_the_state_attacks_win_only_where_state_survives_across_shared_instances(stem, name):
+    """On instances that share their data, with state kept from one instance to the next (in-process: the
+    slot in the algorithm's process), the attack beats every baseline; through the sandbox, where each
+    instance gets a fresh slot server, the same instances give it nothing."""
+    from hifo.sandbox import InProcessExecutor
+
+    ev = get_evaluator(name)
+    instances = _shared_data_instances(name)
+    code = (Path(__file__).parent / "attacks" / f"{stem}.py").read_text()
+    with InProcessExecutor() as executor:
+        def in_process(source: str):
+            return score_result(ev, instances, executor.submit(make_job(ev, source, instances)).result())
+
+        kept = in_process(code)
+        best_in_process = max(in_process(src).fitness for src in ev.baselines.values())
+    assert kept.feasible and kept.fitness > best_in_process, (kept.error, kept.metrics, best_in_process)
+    fresh = sandboxed(ev, code, instances)
+    _, best = best_baseline(ev, instances)
+    assert fresh.feasible and fresh.fitness <= best + 1e-12, (fresh.metrics, best)
