@@ -38,6 +38,7 @@ def test_compare_reports_every_differing_metric_and_honours_per_metric_tolerance
     rep = det.compare("x", {"plain": plain, "threads": other}, 0.0, True)
     rep.primary = "n"
     assert not rep.ok  # its primary metric moved beyond the declared tolerance
+    rep = det.compare("x", {"plain": plain, "threads": other}, {"m": 1e-8}, True)
     rep.primary = "m"
     assert rep.ok  # a load-dependent evaluator's other metrics may move
     assert det.compare("x", {"plain": plain, "unpinned": other}, 0.0, False).ok
