@@ -11,7 +11,7 @@ import torch
 
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.newton_schulz import NewtonSchulzSchedule, check_schedule, shape_key
-from evalkit import compile_entry
+from evalkit import assert_figure, compile_entry
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_baselines_reach_their_reference_figures(ev, instance, solutions):
     for name, sol in solutions.items():
         metrics = ev.score(instance, sol)
         for key, want in ev.reference_figures[name]["train"].items():
-            assert metrics[key] == pytest.approx(want, rel=0.02), (name, key)
+            assert_figure(ev, metrics[key], want, key, name)
 
 
 def test_the_tuned_quintic_beats_the_classic_iterations(ev, instance, solutions):
@@ -106,7 +106,7 @@ def test_test_set_figures(ev):
     src = ev.baselines["muon_quintic"]
     agg = ev.aggregate([ev.score(i, json.loads(json.dumps(ev.solve(compiled(src), i)))) for i in instances])
     for key, want in ev.reference_figures["muon_quintic"]["test"].items():
-        assert agg[key] == pytest.approx(want, rel=0.02), key
+        assert_figure(ev, agg[key], want, key)
 
 
 @pytest.mark.slow
@@ -117,4 +117,4 @@ def test_through_the_sandbox(ev):
     with LocalExecutor(max_workers=1) as executor:
         score = CandidateEvaluator(ev, "train", executor).evaluate(ev.baselines["muon_quintic"])
     assert score.feasible, score.error
-    assert score.objective == pytest.approx(ev.reference_figures["muon_quintic"]["train"]["objective"], rel=0.02)
+    assert_figure(ev, score.objective, ev.reference_figures["muon_quintic"]["train"]["objective"], "objective")

@@ -12,7 +12,7 @@ import torch
 from hifo.evaluators.base import InfeasibleSolution
 from hifo.evaluators.optimizer_update import OptimizerUpdate
 from hifo.problems.optimizers import BudgetExceeded, InvalidUpdate, build_model, state_to_lists
-from evalkit import compile_entry, run_instance
+from evalkit import assert_figure, compile_entry, run_instance
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_declaration(ev):
 
 def test_baselines_reach_their_reference_figures(ev, train_scores):
     for name, agg in train_scores.items():
-        assert agg["val_loss"] == pytest.approx(ev.reference_figures[name]["train"]["val_loss"], rel=0.02), name
+        assert_figure(ev, agg["val_loss"], ev.reference_figures[name]["train"]["val_loss"], "val_loss", name)
 
 
 def test_muon_beats_adamw_and_sgd_within_the_budget(train_scores):
@@ -113,7 +113,7 @@ def test_through_the_sandbox(ev):
     with LocalExecutor(max_workers=1) as executor:
         score = CandidateEvaluator(ev, "train", executor).evaluate(ev.baselines["muon"])
     assert score.feasible, score.error
-    assert score.objective == pytest.approx(ev.reference_figures["muon"]["train"]["val_loss"], rel=0.02)
+    assert_figure(ev, score.objective, ev.reference_figures["muon"]["train"]["val_loss"], "val_loss")
     assert np.isfinite(score.fitness)
 
 
@@ -122,7 +122,7 @@ def test_test_set_figures(ev):
     instances = ev.load_instances("test")
     for name in ("muon", "adamw"):
         agg = ev.aggregate([run(ev, compiled(ev.baselines[name]), inst) for inst in instances])
-        assert agg["val_loss"] == pytest.approx(ev.reference_figures[name]["test"]["val_loss"], rel=0.02), name
+        assert_figure(ev, agg["val_loss"], ev.reference_figures[name]["test"]["val_loss"], "val_loss", name)
 
 
 # ---- held-out data the child cannot re-derive (issue 13) -------------------------------------------
