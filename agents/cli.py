@@ -66,8 +66,9 @@ def _interrupted(run_dir: Path | None) -> None:
 def run(
     problem: Optional[str] = typer.Option(None, "--problem", "-p", help="evaluator name (see `hifo problems`) or "
                                           "path/to/file.py:Class; may also come from --config"),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="local | local:PATH.gguf | replay:PATH | "
-                                        "openai/MODEL[@BASE_URL] | any litellm provider string (default $HIFO_MODEL or local)"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="local (Qwen2.5-Coder-1.5B) | local:gemma-270m | "
+                                        "local:PATH.gguf | replay:PATH | openai/MODEL[@BASE_URL] | any litellm "
+                                        "provider string (default $HIFO_MODEL or local)"),
     generations: Optional[int] = typer.Option(None, "--generations", "-g", help="[default: 4]"),
     population: Optional[int] = typer.Option(None, "--population", "-n", help="[default: 6]"),
     offspring: Optional[int] = typer.Option(None, "--offspring", help="[default: the population]"),

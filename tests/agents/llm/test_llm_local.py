@@ -56,7 +56,7 @@ def test_chat_messages_are_flattened_for_a_base_model():
 def test_embedded_gemma_is_reproducible_with_a_seed():
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python is not installed: the embedded model cannot run")
-    client = LocalGGUFClient()
+    client = LocalGGUFClient("gemma-270m")
     assert client.style == "completion"
     request = dict(n=2, temperature=0.8, seed=1234, max_tokens=24)
     a = client.complete(prompt("def bubble_sort(xs):\n"), **request)
@@ -78,7 +78,7 @@ ADD = 'def add(a, b):\n    """Return the sum of a and b."""\n'
 def test_embedded_gemma_writes_a_function_body_that_parses_at_a_useful_speed():
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python is not installed: the embedded model cannot run")
-    client = LocalGGUFClient()
+    client = LocalGGUFClient("gemma-270m")
     out = client.complete(prompt(ADD), n=3, temperature=0.8, seed=1, max_tokens=48, stop=["\ndef", "\nclass", "\n\n\n"])
     parsed = []
     for c in out:
