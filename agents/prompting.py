@@ -96,8 +96,8 @@ def chat_system(evaluator: Any) -> str:
     the system message: an embedded model's llama.cpp context evaluates it once and reuses it."""
     tpl = evaluator.template
     return load_template("chat", "system").substitute(
-        task=evaluator.description.strip(), imports=tpl.imports.strip(), header=tpl.render(body="    ...").rstrip(),
-        entry=tpl.name).strip() + "\n"
+        task=evaluator.description.strip(), imports=tpl.imports.strip(), signature=tpl.signature.strip(),
+        contract=textwrap.dedent(tpl.docstring).strip(), entry=tpl.name).strip() + "\n"
 
 
 # completion-style operators whose new version starts from the best shown version's code (see `edit_start`)

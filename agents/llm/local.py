@@ -156,6 +156,8 @@ def _perf(llm: Any) -> tuple[float, float, int] | None:
     try:
         import llama_cpp
 
+        # llama.cpp books a decode's time when it next synchronises: do it now, or the last batch is missing
+        llama_cpp.llama_synchronize(llm._ctx.ctx)
         d = llama_cpp.llama_perf_context(llm._ctx.ctx)
         return float(d.t_p_eval_ms), float(d.t_eval_ms), int(d.n_p_eval)
     except (AttributeError, TypeError, ValueError):
