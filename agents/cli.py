@@ -182,6 +182,11 @@ def _print_summary(path: Path, summary: dict) -> None:
             console.print(f"best on test set '{best['test']['set']}': {best['test']['objective']}")
     for name, value in (summary.get("baselines") or {}).items():
         console.print(f"baseline {name}: {value:.6g}")
+    o = summary.get("outcomes")
+    if o:
+        console.print(f"model-written candidates: {o['model_candidates']}, valid {o['valid']}, distinct valid "
+                      f"(by objective) {o['distinct_valid']}, better than the best baseline {o['better_than_baseline']}"
+                      f", duplicates not evaluated {o['duplicates']}")
     console.print(f"spend: {format_spend(spend(path))}")
     try:
         from hifo.agents.html_report import write_report

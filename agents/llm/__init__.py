@@ -2,9 +2,9 @@
 retries, a response cache, recording/replay and a budget. Build one with :func:`make_client`.
 
 Backends: :class:`LocalGGUFClient` (embedded Qwen2.5-Coder-1.5B-Instruct or Gemma 3 270M),
-:class:`LiteLLMClient` (any provider), :class:`OpenAIClient` (OpenAI-compatible servers), :class:`ReplayClient` (a recorded cassette),
-:class:`ScriptedClient` (tests). Wrappers: :class:`RetryingClient`, :class:`CachedClient`,
-:class:`RecordingClient`, :class:`BudgetedClient`.
+:class:`LiteLLMClient` (any provider), :class:`OpenAIClient` (OpenAI-compatible servers),
+:class:`ReplayClient` (a recorded cassette), :class:`ScriptedClient` (tests).
+Wrappers: :class:`RetryingClient`, :class:`CachedClient`, :class:`RecordingClient`, :class:`BudgetedClient`.
 
 Everything is imported on first attribute access, so ``import agents.llm`` stays cheap and no SDK
 (litellm takes ~5 s to import) loads until a client that needs it is used.
