@@ -206,7 +206,7 @@ def status() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for m in EMBEDDED.values():
         tag = f"{m.name}{' (default)' if m.name == DEFAULT else ''}"
-        if m is QWEN:
+        if m.name == QWEN.name:
             target = cache_dir() / m.file_name
             _, missing = qwen_parts()
             if target.is_file():
