@@ -173,7 +173,9 @@ def render_operator(
             principles_block = "Design principles that helped on this and related tasks:\n" + \
                 "".join(f"- {t}\n" for t in principles) + "\n"
         directive_block = f"Search directive: {directive}\n\n" if directive else ""
-        op_text = load_template("chat", operator).substitute(n_parents=len(parents)).strip()
+        # i1 with a parent: the embedded model's first samples see the best baseline as a working reference
+        op_name = "i1_ref" if operator == "i1" and parents else operator
+        op_text = load_template("chat", op_name).substitute(n_parents=len(parents)).strip()
         text = load_template("chat", "common").substitute(
             principles_block=principles_block, directive_block=directive_block, operator_text=op_text,
             parents_block=parents_block, entry=entry).strip() + "\n"

@@ -114,7 +114,10 @@ class SearchNodes(DistillNode, SelectNode):
         if gen == 0 or not pop:
             base = self.rt.store.candidates(operator="baseline", status="evaluated")
             best_base = sorted([c for c in base if c.ok], key=lambda c: -_fit(c))[:1]
-            return [("i1", best_base if self.style == "completion" else []) for _ in range(self.cfg.n_init)]
+            # a base model continues from the best baseline; so does the embedded chat model's i1, which it
+            # sees as a working reference (a remote chat model gets EoH's i1, from the task alone)
+            shown = best_base if self.style == "completion" or self.rt.client.model.startswith("local:") else []
+            return [("i1", shown) for _ in range(self.cfg.n_init)]
         ops = [o for o in LLM_OPERATORS if o != "i1" and (self.cfg.operators is None or o in self.cfg.operators)]
         w = np.array([state["weights"].get(o, 0.0) if self.cfg.operators is None else 1.0 for o in ops], dtype=float)
         w = w / w.sum()

@@ -127,3 +127,12 @@ def test_edit_start_and_its_continuation():
     ex = extract_code("\n", "priority", TPL.imports, pr.prefix)
     fixed = repair(ex.code, "priority", TPL.signature)
     assert fixed.fixes == ["added the missing final return result"] and fixed.code.rstrip().endswith("return result")
+
+
+def test_chat_i1_with_a_reference_baseline():
+    pr = render_operator("chat", "i1", evaluator=EV, parents=[P1], principles=[], directive="")
+    user = pr.messages[-1]["content"]
+    assert "baseline that works" in user and "No.1 heuristic: best fit" in user and "-(bins - item)" in user
+    plain = render_operator("chat", "i1", evaluator=EV, parents=[], principles=[], directive="")
+    assert "Please design a new heuristic for this task." in plain.messages[-1]["content"]
+    assert "baseline" not in plain.messages[-1]["content"]
