@@ -66,17 +66,23 @@ def _find_function(tree: ast.Module, entry: str, fallback_any: bool, truncated: 
     return None
 
 
-_IDEA = re.compile(r"^[ \t>*_#-]*idea[*_]*[ \t]*[:：][*_ \t]*(.{10,600}?)[ \t*_]*$", re.I | re.M)
+_IDEA = re.compile(r"^[ \t>*_#-]*idea[*_]*[ \t]*[:：][*_ \t]*\n?[ \t]*(\S.{2,600}?)[ \t*_]*$", re.I | re.M)
 
 
 def reply_thought(reply: str) -> str:
-    """The idea a reply states: an ``Idea: ...`` line, else a ``{...}`` sentence (EoH's convention)."""
+    """The idea a reply states: an ``Idea: ...`` line (the text may start on the next line), else a
+    ``{...}`` sentence (EoH's convention), else the first line of prose before the first code block."""
     m = _IDEA.search(reply)
     if m:
         return " ".join(m.group(1).split())
     m = re.search(r"\{(.{10,600}?)\}", reply, re.S)
     if m and "def " not in m.group(1):
         return " ".join(m.group(1).split())
+    head = reply.split("```", 1)[0] if "```" in reply else ""
+    for line in head.splitlines():
+        text = line.strip(" \t*_#>-")
+        if len(text) >= 10 and not text.startswith(("def ", "import ", "from ")):
+            return " ".join(text.split())[:600]
     return ""
 
 
