@@ -1,6 +1,7 @@
 """Novelty before evaluation: a reply whose normalised code repeats an earlier candidate is not evaluated,
 and its prompt is asked again (another seed, a higher temperature), within the call budget."""
 
+from hifo.agents.call_stats import outcomes, per_generation
 from hifo.agents.graph import start_run
 from hifo.agents.llm.base import Completion
 from hifo.agents.llm.factory import wrap_client
@@ -22,7 +23,7 @@ class RepeatsItself:
 
     def complete(self, messages, n=1, temperature=1.0, seed=None, max_tokens=512, stop=None):
         self.temperatures.append(round(temperature, 3))
-        new = f"def priority(item, bins):\n    return -(bins - item) ** 2 - {seed % 97} * 1e-3 * bins\n"
+        new = f"def priority(item, bins):\n    return (bins - item) * {1 + seed % 97}\n"  # worst fit, new code per seed
         code = SAME if temperature <= 0.7 else new
         return [Completion(f"Idea: fill bins tightly.\n```python\nimport numpy as np\n{code}```", 10, 10,
                            model=self.model)]
@@ -34,6 +35,7 @@ def _run(tmp_path, name, client, **kw):
         run_dir, summary = start_run(cfg, client=client, executor=ex)
     store = RunStore(run_dir / "run.sqlite")
     try:
+        assert summary["model_calls"] == per_generation(store) and summary["outcomes"] == outcomes(store, "minimize")
         return {c.id: c.status for c in store.candidates(not_operator="baseline")}, store.events("propose"), summary
     finally:
         store.close()
@@ -41,12 +43,18 @@ def _run(tmp_path, name, client, **kw):
 
 def test_a_duplicate_is_not_evaluated_and_its_prompt_is_asked_again(tmp_path):
     model = RepeatsItself()
-    cands, (propose,), _ = _run(tmp_path, "run", model)
+    cands, (propose,), summary = _run(tmp_path, "run", model)
     assert cands["g0-000"] == "evaluated"
     assert cands["g0-001"] == cands["g0-002"] == "duplicate"  # same code as g0-000: never evaluated
     assert cands["g0-001d1"] == cands["g0-002d1"] == "evaluated"  # the re-draws, hotter, are new
     assert model.temperatures == [0.7, 0.7, 0.7, 0.9, 0.9]
     assert (propose["duplicates"], propose["redraws"]) == (2, 2)
+    (gen0,) = summary["model_calls"]  # what `hifo show` and summary.json report
+    assert (gen0["calls"], gen0["candidates"], gen0["duplicates"], gen0["redraws"]) == (5, 5, 2, 2)
+    assert gen0["prompt_eval_s"] is None  # a model without llama.cpp's counters: no timings invented
+    o = summary["outcomes"]
+    # best fit once, worst fit twice (different code, same behaviour): 2 distinct objectives
+    assert (o["model_candidates"], o["duplicates"], o["valid"], o["distinct_valid"]) == (5, 2, 3, 2)
 
 
 def test_re_draws_count_against_the_call_budget_and_can_be_switched_off(tmp_path):
