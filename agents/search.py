@@ -112,12 +112,16 @@ class SearchNodes(DistillNode, SelectNode):
         gen = state["generation"]
         pop = sorted(self._pop(state.get("population", [])), key=lambda c: -_fit(c))
         if gen == 0 or not pop:
-            base = self.rt.store.candidates(operator="baseline", status="evaluated")
-            best_base = sorted([c for c in base if c.ok], key=lambda c: -_fit(c))[:1]
-            # a base model continues from the best baseline; so does the embedded chat model's i1, which it
-            # sees as a working reference (a remote chat model gets EoH's i1, from the task alone)
-            shown = best_base if self.style == "completion" or self.rt.client.model.startswith("local:") else []
-            return [("i1", shown) for _ in range(self.cfg.n_init)]
+            base = self.rt.store.candidates(operator="baseline")
+            best_base = sorted([c for c in base if c.status == "evaluated" and c.ok], key=lambda c: -_fit(c))[:1]
+            if self.style == "completion":  # a base model continues from the best baseline
+                return [("i1", best_base) for _ in range(self.cfg.n_init)]
+            if not self.rt.client.model.startswith("local:"):  # a remote chat model: EoH's i1, the task alone
+                return [("i1", []) for _ in range(self.cfg.n_init)]
+            # the embedded chat model sees a working baseline as a reference: the best one once scored, else
+            # (generation 0: the baselines are still being evaluated) the evaluator's first, unscored
+            first = [c for c in base if c.id == f"base-{next(iter(self.ev.baselines), 'template_baseline')}"]
+            return [("i1", best_base or first) for _ in range(self.cfg.n_init)]
         ops = [o for o in LLM_OPERATORS if o != "i1" and (self.cfg.operators is None or o in self.cfg.operators)]
         w = np.array([state["weights"].get(o, 0.0) if self.cfg.operators is None else 1.0 for o in ops], dtype=float)
         w = w / w.sum()
