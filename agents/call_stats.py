@@ -21,7 +21,7 @@ def per_generation(store: Any) -> list[dict[str, Any]]:
 
     def row(g: int) -> dict[str, Any]:
         return rows.setdefault(g, {"generation": g, "calls": 0, "latencies": [], "prompt_eval_s": 0.0,
-                                   "decode_s": 0.0, "prompt_tokens": 0, "prompt_evaluated_tokens": 0,
+                                   "decode_s": 0.0, "prompt_tokens": 0, "prompt_evaluated_tokens": 0, "completion_tokens": 0,
                                    "timed": 0, "candidates": 0, "duplicates": 0, "redraws": 0})
 
     for p in store.prompts():
@@ -36,6 +36,7 @@ def per_generation(store: Any) -> list[dict[str, Any]]:
             r["decode_s"] += float(u.get("decode_s") or 0.0)
             r["prompt_tokens"] += int(u.get("prompt_tokens") or 0)
             r["prompt_evaluated_tokens"] += int(u.get("prompt_evaluated_tokens") or 0)
+            r["completion_tokens"] += int(u.get("completion_tokens") or 0)
     for ev in store.events("propose"):
         row(ev["generation"])["redraws"] += int(ev.get("redraws") or 0)
     for c in store.candidates(not_operator=_MODEL_MADE):
