@@ -205,7 +205,10 @@ class SearchNodes(DistillNode, SelectNode):
                 if self._last_duplicate:
                     to_redraw.append(i)
 
-        workers = 1 if self.style == "completion" else min(8, max(1, len(prompts)))
+        # an in-process model serves one call at a time: calls in plan order keep a seeded run reproducible
+        # (llama.cpp's reused prefix depends on the call before)
+        one_at_a_time = self.style == "completion" or self.rt.client.model.startswith("local:")
+        workers = 1 if one_at_a_time else min(8, max(1, len(prompts)))
         pool = ThreadPoolExecutor(max_workers=workers)
         try:
             futs = {pool.submit(self._call, pr.messages, self.cfg.seed * 100_003 + gen * 1_009 + i, pr.stop): i
