@@ -43,6 +43,7 @@ def test_the_default_model_writes_valid_distinct_candidates(tmp_path, monkeypatc
     # fourth a wrong return fed back once; 12 min 20 s at load average 5 on 2 cores, most of it model time
     assert len(valid) >= 2, report
     assert len({c.code_hash for c in valid}) == len(valid)  # never the same program twice
+    assert len({round(c.objective, 6) for c in valid}) >= 2, report  # and not all of them the same behaviour
     assert all(c.thought for c in valid), report  # the Idea line was read
     timed = [p["usage"] for p in prompts if p["usage"].get("prompt_eval_s") is not None]
     assert timed and all(u["decode_s"] > 0 for u in timed)
