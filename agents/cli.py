@@ -66,8 +66,9 @@ def _interrupted(run_dir: Path | None) -> None:
 def run(
     problem: Optional[str] = typer.Option(None, "--problem", "-p", help="evaluator name (see `hifo problems`) or "
                                           "path/to/file.py:Class; may also come from --config"),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="local | local:PATH.gguf | replay:PATH | "
-                                        "openai/MODEL[@BASE_URL] | any litellm provider string (default $HIFO_MODEL or local)"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="local (Qwen2.5-Coder-1.5B) | local:gemma-270m | "
+                                        "local:PATH.gguf | replay:PATH | openai/MODEL[@BASE_URL] | any litellm "
+                                        "provider string (default $HIFO_MODEL or local)"),
     generations: Optional[int] = typer.Option(None, "--generations", "-g", help="[default: 4]"),
     population: Optional[int] = typer.Option(None, "--population", "-n", help="[default: 6]"),
     offspring: Optional[int] = typer.Option(None, "--offspring", help="[default: the population]"),
@@ -185,6 +186,11 @@ def _print_summary(path: Path, summary: dict) -> None:
                           f"on {r.get('first_node')} ({r.get('metrics_differ') or r.get('error')})", markup=True)
     for name, value in (summary.get("baselines") or {}).items():
         console.print(f"baseline {name}: {value:.6g}")
+    o = summary.get("outcomes")
+    if o:
+        console.print(f"model-written candidates: {o['model_candidates']}, valid {o['valid']}, distinct valid "
+                      f"(by objective) {o['distinct_valid']}, better than the best baseline {o['better_than_baseline']}"
+                      f", duplicates not evaluated {o['duplicates']}")
     console.print(f"spend: {format_spend(spend(path))}")
     try:
         from hifo.agents.html_report import write_report

@@ -35,24 +35,28 @@ def _imports_of(tree: ast.Module) -> list[str]:
     return out
 
 
-def _longest_parsable_prefix(text: str) -> ast.Module | None:
+def _longest_parsable_prefix(text: str) -> tuple[ast.Module | None, bool]:
     """Models (especially small base models) often trail off mid-statement: keep the
-    longest prefix of whole lines that parses."""
+    longest prefix of whole lines that parses; the flag says whether that cut a body short
+    (the first dropped line is indented: the last definition may have lost lines)."""
     lines = text.splitlines()
     for end in range(len(lines), 0, -1):
         chunk = "\n".join(lines[:end])
         try:
-            return ast.parse(chunk)
+            return ast.parse(chunk), end < len(lines) and lines[end][:1] in (" ", "\t")
         except SyntaxError:
             continue
-    return None
+    return None, True
 
 
-def _find_function(tree: ast.Module, entry: str, fallback_any: bool) -> ast.FunctionDef | None:
+def _find_function(tree: ast.Module, entry: str, fallback_any: bool, truncated: bool = False) -> ast.FunctionDef | None:
+    """The last complete definition of ``entry``: an instruction model often shows a first attempt, then a
+    corrected one. When the text was cut (``truncated``) the last definition may have lost lines, so the one
+    before it is taken when there is one."""
     funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-    for f in funcs:
-        if f.name == entry:
-            return f
+    named = [f for f in funcs if f.name == entry]
+    if named:
+        return named[-2] if truncated and len(named) > 1 and named[-1] is funcs[-1] else named[-1]
     # FunSearch-style prompts ask for `priority_v2`; accept versioned names too.
     versioned = [f for f in funcs if re.fullmatch(rf"{re.escape(entry)}_v\d+", f.name)]
     if versioned:
@@ -60,6 +64,26 @@ def _find_function(tree: ast.Module, entry: str, fallback_any: bool) -> ast.Func
     if fallback_any and len(funcs) == 1:
         return funcs[0]
     return None
+
+
+_IDEA = re.compile(r"^[ \t>*_#-]*idea[*_]*[ \t]*[:：][*_ \t]*\n?[ \t]*(\S.{2,600}?)[ \t*_]*$", re.I | re.M)
+
+
+def reply_thought(reply: str) -> str:
+    """The idea a reply states: an ``Idea: ...`` line (the text may start on the next line), else a
+    ``{...}`` sentence (EoH's convention), else the first line of prose before the first code block."""
+    m = _IDEA.search(reply)
+    if m:
+        return " ".join(m.group(1).split())
+    m = re.search(r"\{(.{10,600}?)\}", reply, re.S)
+    if m and "def " not in m.group(1):
+        return " ".join(m.group(1).split())
+    head = reply.split("```", 1)[0] if "```" in reply else ""
+    for line in head.splitlines():
+        text = line.strip(" \t*_#>-")
+        if len(text) >= 10 and not text.startswith(("def ", "import ", "from ")):
+            return " ".join(text.split())[:600]
+    return ""
 
 
 def extract_code(reply: str, entry: str, default_imports: str = "", prefix: str = "") -> Extracted:
@@ -72,15 +96,14 @@ def extract_code(reply: str, entry: str, default_imports: str = "", prefix: str 
     """
     if len(reply) > MAX_SOURCE_CHARS * 4:
         reply = reply[: MAX_SOURCE_CHARS * 4]
-    thought = ""
-    m = re.search(r"\{(.{10,600}?)\}", reply, re.S)
-    if m and "def " not in m.group(1):
-        thought = " ".join(m.group(1).split())
+    thought = reply_thought(reply)
     candidates: list[str] = []
     if prefix:
         candidates.append(prefix + reply)
     fences = [body for lang, body in _FENCE.findall(reply) if lang.lower() in ("", "python", "py", "python3")]
-    candidates.extend(sorted(fences, key=lambda b: ("def " + entry) not in b))
+    # the last block that defines the entry first, then the other blocks that do, then the rest
+    with_entry = [b for b in fences if re.search(rf"^\s*def {re.escape(entry)}\b", b, re.M)]
+    candidates.extend(with_entry[::-1] + [b for b in fences if b not in with_entry])
     idx = reply.find("def ")
     if idx >= 0:
         start = reply.rfind("\n", 0, idx) + 1
@@ -91,11 +114,11 @@ def extract_code(reply: str, entry: str, default_imports: str = "", prefix: str 
     candidates.append(reply)
     last_reason = "no function definition found in the reply"
     for text in candidates:
-        tree = _longest_parsable_prefix(text.replace("\t", "    "))
+        tree, truncated = _longest_parsable_prefix(text.replace("\t", "    "))
         if tree is None:
             last_reason = "reply is not valid Python"
             continue
-        func = _find_function(tree, entry, fallback_any=True)
+        func = _find_function(tree, entry, fallback_any=True, truncated=truncated)
         if func is None:
             last_reason = f"no function named {entry!r} in the reply"
             continue

@@ -48,6 +48,9 @@ class RunConfig(BaseModel):
     distill: bool = True
     repair: bool = Field(True, description="error feedback: a reply whose code fails a static check goes back to "
                                            "the model once, with its error, within the call budget")
+    novelty_redraws: int = Field(2, ge=0, le=10, description="a reply whose normalised code equals an earlier "
+                                 "candidate's is not evaluated; its prompt is asked again (new seed, hotter) up to "
+                                 "this many times; every re-draw is a model call within --max-calls")
     grammar: bool = Field(True, description="constrain the embedded model (local / local:*) to the evaluator's "
                                             "slot grammar, when it declares one (agents/llm/grammar.py); other "
                                             "models are never constrained")

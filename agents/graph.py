@@ -43,6 +43,10 @@ def _report_node(nodes: SearchNodes) -> Callable[[RunState], RunState]:
             summary["model_usage"] = {k: getattr(usage, k) for k in
                                       ("calls", "completions", "prompt_tokens", "completion_tokens", "cost_usd",
                                        "cache_hits") if hasattr(usage, k)}
+        from hifo.agents.call_stats import outcomes, per_generation
+
+        summary["outcomes"] = outcomes(store, rt.evaluator.direction)
+        summary["model_calls"] = per_generation(store)
         base = [c for c in store.candidates(operator="baseline", status="evaluated") if c.ok]
         summary["baselines"] = {c.thought: c.objective for c in base}
         if pop:

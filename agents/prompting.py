@@ -1,7 +1,8 @@
 """Prompt rendering from the template files in ``agents/prompts/``.
 
-Two styles: ``chat`` (instruction-tuned models: EoH/HiFo wording, one file per operator)
-and ``completion`` (base models such as the embedded Gemma 3 270M: a Python file of
+Two styles: ``chat`` (instruction-tuned models: EoH/HiFo wording, one file per operator; a system
+message with the constant part -- task, contract, reply format -- then the operator's request; the reply is
+one ``Idea:`` line and one code block) and ``completion`` (base models such as the embedded Gemma 3 270M: a Python file of
 versioned functions — FunSearch style — ending with the header and docstring of the next
 version, which the model continues). Templates use ``string.Template`` ``$name``
 placeholders so code braces need no escaping.
@@ -86,6 +87,19 @@ def _strip_imports(code: str) -> str:
 COMPLETION_STOP = ("\ndef ", "\nclass ", "\n#", "\nif __name__", "\n@", '\n"""', "\nprint(")
 
 
+# a chat reply ends with its code block: stop at the fence that closes it (the opening one is "```python")
+CHAT_STOP = ("\n```\n",)
+
+
+def chat_system(evaluator: Any) -> str:
+    """The constant part of every chat prompt of a problem (task, contract, reply format), sent first as
+    the system message: an embedded model's llama.cpp context evaluates it once and reuses it."""
+    tpl = evaluator.template
+    return load_template("chat", "system").substitute(
+        task=evaluator.description.strip(), imports=tpl.imports.strip(), signature=tpl.signature.strip(),
+        contract=textwrap.dedent(tpl.docstring).strip(), entry=tpl.name).strip() + "\n"
+
+
 # completion-style operators whose new version starts from the best shown version's code (see `edit_start`)
 EDIT_OPERATORS = ("i1", "m1", "m2", "m3")
 EDIT_VAR = "result"
@@ -159,13 +173,14 @@ def render_operator(
             principles_block = "Design principles that helped on this and related tasks:\n" + \
                 "".join(f"- {t}\n" for t in principles) + "\n"
         directive_block = f"Search directive: {directive}\n\n" if directive else ""
-        op_text = load_template("chat", operator).substitute(n_parents=len(parents)).strip()
-        header = tpl.render(body="    ...").rstrip()
+        # i1 with a parent: the embedded model's first samples see the best baseline as a working reference
+        op_name = "i1_ref" if operator == "i1" and parents else operator
+        op_text = load_template("chat", op_name).substitute(n_parents=len(parents)).strip()
         text = load_template("chat", "common").substitute(
-            task=evaluator.description.strip(), principles_block=principles_block,
-            directive_block=directive_block, operator_text=op_text, parents_block=parents_block,
-            header=header)
-        return RenderedPrompt(operator, style, [{"role": "user", "content": text}], "", [])
+            principles_block=principles_block, directive_block=directive_block, operator_text=op_text,
+            parents_block=parents_block, entry=entry).strip() + "\n"
+        return RenderedPrompt(operator, style, [{"role": "system", "content": chat_system(evaluator)},
+                                                {"role": "user", "content": text}], "", list(CHAT_STOP))
     if style != "completion":
         raise ValueError(f"unknown prompt style {style!r}")
     # Completion style: versions v0..v{k-1} are the parents (the baseline for i1), worst

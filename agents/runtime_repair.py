@@ -22,7 +22,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from hifo.agents.llm.base import BudgetExceeded, LLMError
-from hifo.agents.prompting import COMPLETION_STOP
+from hifo.agents.prompting import CHAT_STOP, COMPLETION_STOP
 from hifo.agents.repair_loop import Parsed, parse_reply, repair_messages
 from hifo.agents.runtime import RunState, _stop_reason
 
@@ -41,7 +41,7 @@ def rendered_from_prompt(messages: list[dict[str, str]], style: str, entry: str)
     """What `parse_reply` and the repair prompt need of the original prompt: ``prefix`` (the def line a
     completion continued), ``versions`` (the sources of ``entry_vN`` it showed), ``stop`` and ``messages``."""
     if style != "completion":
-        return SimpleNamespace(messages=messages, prefix="", versions={}, stop=[])
+        return SimpleNamespace(messages=messages, prefix="", versions={}, stop=list(CHAT_STOP))
     text = messages[-1]["content"]
     cut = text.rfind(f"\ndef {entry}_v")
     prefix = text[cut + 1:] if cut >= 0 else ""

@@ -44,6 +44,8 @@ class SearchNodes(DistillNode, SelectNode):
         self.style = rt.client.style
         self._clock: GenerationClock | None = None  # this generation's model / evaluation / wall times
         self._early: EarlyEvaluations | None = None  # evaluations started while the model still writes
+        self._last_duplicate = False  # set by _add_parsed: the last parsed reply repeated an earlier candidate
+        self._n_duplicates = self._n_redraws = 0
 
     # ---- helpers ---------------------------------------------------------------------------
     def _pop(self, ids: list[str]) -> list[CandidateRow]:
@@ -110,9 +112,16 @@ class SearchNodes(DistillNode, SelectNode):
         gen = state["generation"]
         pop = sorted(self._pop(state.get("population", [])), key=lambda c: -_fit(c))
         if gen == 0 or not pop:
-            base = self.rt.store.candidates(operator="baseline", status="evaluated")
-            best_base = sorted([c for c in base if c.ok], key=lambda c: -_fit(c))[:1]
-            return [("i1", best_base if self.style == "completion" else []) for _ in range(self.cfg.n_init)]
+            base = self.rt.store.candidates(operator="baseline")
+            best_base = sorted([c for c in base if c.status == "evaluated" and c.ok], key=lambda c: -_fit(c))[:1]
+            if self.style == "completion":  # a base model continues from the best baseline
+                return [("i1", best_base) for _ in range(self.cfg.n_init)]
+            if not self.rt.client.model.startswith("local:"):  # a remote chat model: EoH's i1, the task alone
+                return [("i1", []) for _ in range(self.cfg.n_init)]
+            # the embedded chat model sees a working baseline as a reference: the best one once scored, else
+            # (generation 0: the baselines are still being evaluated) the evaluator's first, unscored
+            first = [c for c in base if c.id == f"base-{next(iter(self.ev.baselines), 'template_baseline')}"]
+            return [("i1", best_base or first) for _ in range(self.cfg.n_init)]
         ops = [o for o in LLM_OPERATORS if o != "i1" and (self.cfg.operators is None or o in self.cfg.operators)]
         w = np.array([state["weights"].get(o, 0.0) if self.cfg.operators is None else 1.0 for o in ops], dtype=float)
         w = w / w.sum()
@@ -136,12 +145,14 @@ class SearchNodes(DistillNode, SelectNode):
         when the config allows it; the evaluator may still declare no grammar."""
         return self.cfg.grammar and self.style == "completion" and self.rt.client.model.startswith("local:")
 
-    def _call(self, messages: list[dict], seed: int, stop: list[str]) -> Any:
+    def _call(self, messages: list[dict], seed: int, stop: list[str], temperature: float | None = None) -> Any:
         left = self.wall_left()
         if left is not None and left <= 0:
             raise WallTimeSpent(self._wall_reason())
+        temp = self.cfg.temperature if temperature is None else temperature
+
         def call() -> Any:
-            return self.rt.client.complete(messages, n=1, temperature=self.cfg.temperature, seed=seed,
+            return self.rt.client.complete(messages, n=1, temperature=temp, seed=seed,
                                            max_tokens=self.cfg.max_tokens, stop=stop or None)[0]
         return self._clock.model_call(call) if self._clock is not None else call()
 
@@ -182,15 +193,22 @@ class SearchNodes(DistillNode, SelectNode):
         seen: set[str] = set()
         n_ok = 0
         to_repair: list[tuple[int, str, Parsed, dict]] = []
+        to_redraw: list[int] = []  # replies whose code equals an earlier candidate's: asked again
         self._n_fixed = self._n_repaired = self._n_repair_new = 0
+        self._n_duplicates = self._n_redraws = 0
 
         def record(i: int) -> None:
             nonlocal n_ok
             if i in replies:
                 n_ok += self._record_reply(gen, state, plan[i], prompts[i], subsets[i], i, replies[i], seen,
                                            to_repair, stop_reason is None)
+                if self._last_duplicate:
+                    to_redraw.append(i)
 
-        workers = 1 if self.style == "completion" else min(8, max(1, len(prompts)))
+        # an in-process model serves one call at a time: calls in plan order keep a seeded run reproducible
+        # (llama.cpp's reused prefix depends on the call before)
+        one_at_a_time = self.style == "completion" or self.rt.client.model.startswith("local:")
+        workers = 1 if one_at_a_time else min(8, max(1, len(prompts)))
         pool = ThreadPoolExecutor(max_workers=workers)
         try:
             futs = {pool.submit(self._call, pr.messages, self.cfg.seed * 100_003 + gen * 1_009 + i, pr.stop): i
@@ -223,19 +241,46 @@ class SearchNodes(DistillNode, SelectNode):
         if errors:  # the provider's own words on the console, not only in the run store
             self.rt.emit("model_errors", generation=gen, errors=len(errors), calls=len(replies),
                          error=" ".join(str(errors[0]).split())[:300])
+        for i in to_redraw:  # novelty before evaluation: a duplicate is not evaluated; the model is asked again
+            if stop_reason is None:
+                got, stop_reason = self._redraw(gen, state, plan[i], prompts[i], subsets[i], i, seen, to_repair)
+                n_ok += got
         for i, text, parsed, common in to_repair:  # error feedback: once per failing reply, in the budget
             if stop_reason is None:
                 stop_reason = self._repair_one(plan[i][0], prompts[i], text, parsed, common, seen, i)
         n_hyper = self._propose_hyper(state, rng, seen)
         store.mark(f"proposed:{gen}")
         self.rt.emit("propose", generation=gen, prompts=len(prompts), replies=len(replies), new=n_ok + self._n_repair_new,
-                     hyper=n_hyper, repaired=self._n_fixed,
-                     feedback_repairs=self._n_repaired, stop_reason=stop_reason)
+                     hyper=n_hyper, repaired=self._n_fixed, feedback_repairs=self._n_repaired,
+                     duplicates=self._n_duplicates, redraws=self._n_redraws, stop_reason=stop_reason)
         return {"stop_reason": stop_reason} if stop_reason else {}
 
+    def _redraw(self, gen: int, state: RunState, planned: tuple[str, list[CandidateRow]], pr: Any, subset: list[str],
+                i: int, seen: set[str], to_repair: list) -> tuple[int, str | None]:
+        """Ask prompt ``i`` again after its reply duplicated an earlier candidate: another seed, and a
+        temperature 0.2 higher per try (at most 1.2), up to ``novelty_redraws`` times or until the code is
+        new or fails. Each try is a model call of the run (budget, cassette, cache). Returns (1 when a new
+        candidate was added else 0, a stop reason when a budget stopped it)."""
+        for k in range(1, self.cfg.novelty_redraws + 1):
+            temp = min(max(self.cfg.temperature, 0.2) + 0.2 * k, 1.2)
+            try:
+                rep = self._call(pr.messages, self.cfg.seed * 100_003 + gen * 1_009 + i + 700_001 * k, pr.stop, temp)
+            except BudgetExceeded as exc:
+                return 0, _stop_reason(exc)
+            except LLMError as exc:
+                rep = exc
+            self._n_redraws += 1
+            new = self._record_reply(gen, state, planned, pr, subset, i, rep, seen, to_repair, True, suffix=f"d{k}")
+            if new or not self._last_duplicate:
+                return new, None
+        return 0, None
+
     def _record_reply(self, gen: int, state: RunState, planned: tuple[str, list[CandidateRow]], pr: Any,
-                      subset: list[str], i: int, rep: Any, seen: set[str], to_repair: list, may_repair: bool) -> int:
-        """Record reply ``i`` (its prompt, its candidate) and start evaluating it; 1 when it is new."""
+                      subset: list[str], i: int, rep: Any, seen: set[str], to_repair: list, may_repair: bool,
+                      suffix: str = "") -> int:
+        """Record reply ``i`` (its prompt, its candidate) and start evaluating it; 1 when it is new.
+        ``self._last_duplicate`` says whether its code equalled an earlier candidate's."""
+        self._last_duplicate = False
         op, parents = planned
         text = rep.text if not isinstance(rep, Exception) else None
         usage = rep.to_dict() if not isinstance(rep, Exception) else {"error": str(rep)}
@@ -243,7 +288,7 @@ class SearchNodes(DistillNode, SelectNode):
         pid = self.rt.store.add_prompt(generation=gen, operator=op, messages=pr.messages, principle_ids=subset,
                                        reply=text, usage=usage)
         common: dict[str, Any] = dict(generation=gen, operator=op, parents=[p.id for p in parents],
-                                      cid=f"g{gen}-{i:03d}", regime=state.get("regime"), principle_ids=subset,
+                                      cid=f"g{gen}-{i:03d}{suffix}", regime=state.get("regime"), principle_ids=subset,
                                       prompt_id=pid, usage=usage)
         if text is None:
             self.rt.store.add_candidate(code="", code_hash=None, status="invalid",
@@ -268,6 +313,8 @@ class SearchNodes(DistillNode, SelectNode):
         h = normalized_hash(parsed.code)
         dup = h in seen or store.has_hash(h)
         seen.add(h)
+        self._last_duplicate = dup
+        self._n_duplicates += dup
         store.add_candidate(code=parsed.code, code_hash=h, thought=parsed.thought,
                             status="duplicate" if dup else "pending",
                             error="duplicate of an earlier candidate" if dup else None, **common)

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     from hifo.agents.prompting import ParentView, render_operator
     from hifo.evaluators import get_evaluator
 
-    client = LocalGGUFClient(n_threads=1)
+    client = LocalGGUFClient("gemma-270m", n_threads=1)  # the slot grammar is for the base model
     llm = client._model()[0]
     out: dict = {"load_average": os.getloadavg(), "samples": a.samples}
     for problem in a.problems:

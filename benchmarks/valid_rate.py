@@ -88,7 +88,18 @@ def measure(run_dir: Path) -> dict[str, Any]:
             v = by_op.setdefault(c.operator, [0, 0])
             v[0] += c.ok
             v[1] += 1
-        return {"model_calls": n_prompts, "candidates": len(made), "valid": valid,
+        from hifo.agents.call_stats import per_generation
+
+        calls = per_generation(store)
+        timed = [r for r in calls if r["prompt_eval_s"] is not None]
+        speed = {"median_call_s_by_generation": [r["median_call_s"] for r in calls],
+                 "prompt_eval_s": round(sum(r["prompt_eval_s"] for r in timed), 1),
+                 "decode_s": round(sum(r["decode_s"] for r in timed), 1),
+                 "prompt_tokens": sum(r["prompt_tokens"] for r in timed),
+                 "prompt_evaluated_tokens": sum(r["prompt_evaluated_tokens"] for r in timed),
+                 "completion_tokens": sum(r["completion_tokens"] for r in timed)} if timed else {}
+        return {"model_calls": n_prompts, "candidates": len(made), "valid": valid, "speed": speed,
+                "duplicates_redrawn": sum(r["redraws"] for r in calls),
                 "valid_rate": round(valid / decided, 3) if (decided := len(made) - classes.get("pending", 0)) else None,
                 "classes": dict(sorted(classes.items(), key=lambda kv: -kv[1])),
                 "by_operator": {k: f"{a}/{b}" for k, (a, b) in sorted(by_op.items())},

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: install (idempotent), then a short real search on the embedded local model
-# (Gemma 3 270M via llama-cpp-python). Extra arguments go to `hifo run`.
+# (Qwen2.5-Coder-1.5B-Instruct via llama-cpp-python, assembled from its part packages on first use).
+# Extra arguments go to `hifo run`.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh"

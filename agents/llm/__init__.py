@@ -1,10 +1,10 @@
 """Model clients: one small protocol (:class:`LLMClient`), several backends, and wrappers that add
 retries, a response cache, recording/replay and a budget. Build one with :func:`make_client`.
 
-Backends: :class:`LocalGGUFClient` (embedded Gemma 3 270M), :class:`LiteLLMClient` (any provider),
-:class:`OpenAIClient` (OpenAI-compatible servers), :class:`ReplayClient` (a recorded cassette),
-:class:`ScriptedClient` (tests). Wrappers: :class:`RetryingClient`, :class:`CachedClient`,
-:class:`RecordingClient`, :class:`BudgetedClient`.
+Backends: :class:`LocalGGUFClient` (embedded Qwen2.5-Coder-1.5B-Instruct or Gemma 3 270M),
+:class:`LiteLLMClient` (any provider), :class:`OpenAIClient` (OpenAI-compatible servers),
+:class:`ReplayClient` (a recorded cassette), :class:`ScriptedClient` (tests).
+Wrappers: :class:`RetryingClient`, :class:`CachedClient`, :class:`RecordingClient`, :class:`BudgetedClient`.
 
 Everything is imported on first attribute access, so ``import agents.llm`` stays cheap and no SDK
 (litellm takes ~5 s to import) loads until a client that needs it is used.
@@ -21,7 +21,7 @@ _LAZY = {
     "make_client": "factory", "parse_spec": "factory", "default_model_spec": "factory", "ModelSpec": "factory",
     "BudgetedClient": "budget", "CachedClient": "cache", "RetryingClient": "retry", "is_transient": "retry",
     "RecordingClient": "replay", "ReplayClient": "replay", "ScriptedClient": "replay", "ReplayMismatch": "replay",
-    "LocalGGUFClient": "local", "LocalModelError": "local", "default_model_path": "local",
+    "LocalGGUFClient": "local", "LocalModelError": "local", "default_model_path": "local", "gemma_path": "local",
     "LiteLLMClient": "litellm_client", "OpenAIClient": "openai_client",
 }
 

@@ -40,6 +40,11 @@ class Completion:
     # False when the backend could not price the call (unknown model, self-hosted endpoint): cost_usd
     # is then 0 and a cost budget cannot be enforced for it.
     cost_known: bool = True
+    # the embedded model only (None elsewhere): seconds of prompt evaluation and of token generation,
+    # and how many prompt tokens were evaluated (the rest came from llama.cpp's reused prefix)
+    prompt_eval_s: float | None = None
+    decode_s: float | None = None
+    prompt_evaluated_tokens: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

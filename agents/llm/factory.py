@@ -1,8 +1,11 @@
 """Build a ready client from a model spec string.
 
 Specs:
-  ``local``                     the embedded Gemma 3 270M (llama-cpp-python)
-  ``local:/path/model.gguf``    another GGUF file, run the same way
+  ``local``                     the default embedded model, Qwen2.5-Coder-1.5B-Instruct (llama-cpp-python,
+                                chat completion)
+  ``local:NAME``                an embedded model by name: ``gemma-270m`` (Gemma 3 270M, a base model),
+                                ``qwen2.5-coder-1.5b`` (the default); see `hifo.agents.llm.embedded`
+  ``local:/path/model.gguf``    another GGUF file, run as a base model (completion prompts)
   ``replay:/path/run.jsonl``    play back a cassette written with ``record_path``
   ``openai/MODEL@URL``          an OpenAI-compatible server at base URL (vLLM, llama.cpp, Ollama),
                                 e.g. ``openai/qwen2.5-coder@http://127.0.0.1:8000/v1``, via the openai SDK
@@ -28,7 +31,7 @@ from urllib.parse import urlparse
 DEFAULT_TIMEOUT_S = 120.0
 _PROVIDER_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/\S+")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9_+.-]*:")
-_FORMS = ("local, local:PATH.gguf, replay:PATH.jsonl, openai/MODEL@http(s)://HOST[:PORT]/v1, "
+_FORMS = ("local, local:gemma-270m, local:PATH.gguf, replay:PATH.jsonl, openai/MODEL@http(s)://HOST[:PORT]/v1, "
           "or a litellm PROVIDER/MODEL string such as openai/gpt-4o-mini")
 
 

@@ -132,9 +132,9 @@ def test_doctor_json():
 def test_real_embedded_model_runs_a_tiny_search(tmp_path):
     """The main run path with the real embedded Gemma 3 270M (no network)."""
     import llama_cpp  # noqa: F401  (a hard dependency)
-    res = runner.invoke(app, ["run", "-p", "bpp_online", "--model", "local", "-g", "1", "-n", "2", "--offspring", "2",
-                              "--seed", "1", "--kb", str(tmp_path / "kb.sqlite"), "--run-dir", str(tmp_path / "run"),
-                              "--test-set", "train", "--config", str(_toml(tmp_path))])
+    res = runner.invoke(app, ["run", "-p", "bpp_online", "--model", "local:gemma-270m", "-g", "1", "-n", "2",
+                              "--offspring", "2", "--seed", "1", "--kb", str(tmp_path / "kb.sqlite"),
+                              "--run-dir", str(tmp_path / "run"), "--test-set", "train", "--config", str(_toml(tmp_path))])
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["model_usage"]["calls"] >= 3 and summary["model_usage"]["completion_tokens"] > 0

@@ -16,6 +16,22 @@ def test_fenced_block_with_prose_and_thought():
     check_source(ex.code, ENTRY)
 
 
+def test_an_instruction_reply_idea_line_and_the_last_complete_definition():
+    reply = ("**Idea:** Prefer bins the item nearly fills, penalising leftover space.\n\n"
+             "First a sketch:\n```python\ndef priority(item, bins):\n    return bins\n```\n"
+             "Better:\n```python\nimport numpy as np\ndef priority(item, bins):\n    gap = bins - item\n"
+             "    return -gap ** 2\n```\nThis works because tight fits leave less waste.")
+    ex = extract_code(reply, ENTRY, "import numpy as np")
+    assert ex.thought == "Prefer bins the item nearly fills, penalising leftover space."
+    assert "gap ** 2" in ex.code and "return bins" not in ex.code  # the last block, not the sketch
+    # two definitions in one block, the second cut mid-body: the complete first one is taken
+    cut = "```python\ndef priority(item, bins):\n    return -(bins - item)\n\ndef priority(item, bins):\n    s = (bins"
+    assert "return -(bins - item)" in extract_code(cut, ENTRY).code
+    # a closing fence cut off by the stop sequence still gives the block
+    assert "-(bins - item)" in extract_code("Idea: best fit.\n```python\ndef priority(item, bins):\n"
+                                            "    return -(bins - item)", ENTRY).code
+
+
 def test_bare_code_after_prose_keeps_imports_and_helpers():
     reply = ("Here is my idea.\nimport math\ndef _w(x):\n    return x * 2\n\n"
              "def priority(item, bins):\n    return _w(bins) - math.e\n")

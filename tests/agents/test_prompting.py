@@ -18,13 +18,20 @@ P2 = ParentView("def priority(item, bins):\n    return bins * 0.0\n", "first fit
 def test_chat_e1_has_parents_principles_directive_and_header():
     pr = render_operator("chat", "e1", evaluator=EV, parents=[P1, P2], principles=["Prefer tight fits."],
                          directive="Try something new.")
-    text = pr.messages[0]["content"]
-    assert pr.messages[0]["role"] == "user"
+    system, user = pr.messages
+    assert (system["role"], user["role"]) == ("system", "user")
+    text = user["content"]
     assert "totally different" in text and "No.2 heuristic: first fit" in text
     assert "- Prefer tight fits." in text and "Search directive: Try something new." in text
-    assert "def priority(item: float, bins: np.ndarray) -> np.ndarray:" in text
     assert "excess_percent = 4 (lower is better)" in text
-    assert "$" not in text  # every placeholder substituted
+    # the constant part (task, header, contract, reply format) is the system message: the same for every
+    # operator, parent and principle, so llama.cpp reuses its evaluation from one call to the next
+    assert "def priority(item: float, bins: np.ndarray) -> np.ndarray:" in system["content"]
+    assert "Score each feasible bin." in system["content"] and "Idea:" in system["content"]
+    other = render_operator("chat", "m1", evaluator=EV, parents=[P2], principles=[], directive="")
+    assert other.messages[0] == system
+    assert pr.stop == ["\n```\n"]  # the reply ends with its code block
+    assert "$" not in text + system["content"]  # every placeholder substituted
 
 
 @pytest.mark.parametrize("op", ["i1", "e1", "e2", "m1", "m2", "m3"])
@@ -120,3 +127,12 @@ def test_edit_start_and_its_continuation():
     ex = extract_code("\n", "priority", TPL.imports, pr.prefix)
     fixed = repair(ex.code, "priority", TPL.signature)
     assert fixed.fixes == ["added the missing final return result"] and fixed.code.rstrip().endswith("return result")
+
+
+def test_chat_i1_with_a_reference_baseline():
+    pr = render_operator("chat", "i1", evaluator=EV, parents=[P1], principles=[], directive="")
+    user = pr.messages[-1]["content"]
+    assert "baseline that works" in user and "No.1 heuristic: best fit" in user and "-(bins - item)" in user
+    plain = render_operator("chat", "i1", evaluator=EV, parents=[], principles=[], directive="")
+    assert "Please design a new heuristic for this task." in plain.messages[-1]["content"]
+    assert "baseline" not in plain.messages[-1]["content"]

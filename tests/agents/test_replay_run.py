@@ -14,7 +14,8 @@ def _table(run_dir):
     store = RunStore(run_dir / "run.sqlite")
     try:
         cands = [(c.id, c.operator, c.parents, c.code, c.status, c.fitness, c.error) for c in store.candidates(order="id")]
-        prompts = sorted((p["generation"], p["operator"], p["messages"][0]["content"], p["reply"]) for p in store.prompts())
+        prompts = sorted((p["generation"], p["operator"], "\n".join(m["content"] for m in p["messages"]), p["reply"])
+                         for p in store.prompts())
         return cands, prompts, [(f["regime"], f["reason"]) for f in store.foresight()]
     finally:
         store.close()

@@ -42,7 +42,7 @@ def test_search_end_to_end(tmp_path, fake_model):
         # later prompts carry recalled principles, and candidates record which
         later = store.prompts(2)
         assert later and any(p["principle_ids"] for p in later)
-        assert any("Design principles that helped" in p["messages"][0]["content"] for p in later
+        assert any("Design principles that helped" in p["messages"][-1]["content"] for p in later
                    if p["operator"] != "distill")
     finally:
         store.close()
@@ -72,7 +72,7 @@ def test_principles_are_credited_and_recalled_across_problems(tmp_path, fake_mod
         recalled = {pid for p in store.prompts() for pid in p["principle_ids"]}
         assert recalled & bpp_ids, "the TSP run did not recall principles learned on bin packing"
         first = next(p for p in store.prompts(0) if p["principle_ids"])
-        shown = first["messages"][0]["content"]
+        shown = first["messages"][-1]["content"]
         assert any(kb.get(pid).text in shown for pid in set(first["principle_ids"]) & bpp_ids)
     finally:
         store.close()
@@ -109,7 +109,7 @@ def test_each_prompt_gets_its_own_principles_a_control_arm_and_the_regime(tmp_pa
         regimes = {f["generation"]: f["regime"] for f in store.foresight()}
         from hifo.agents.foresight import regime_instruction
         for p in prompts:
-            text = p["messages"][0]["content"]
+            text = p["messages"][-1]["content"]
             assert regime_instruction(regimes[p["generation"]], p["operator"]) in text
         # credit is centred per generation and recorded with the control arm's mean
         arms = [store.marker(f"credited:{g}") for g in range(3)]

@@ -120,7 +120,7 @@ def _llm():
         pytest.skip("llama-cpp-python is not installed: the embedded model cannot run")
     from hifo.agents.llm.local import LocalGGUFClient
 
-    client = LocalGGUFClient(n_threads=1)
+    client = LocalGGUFClient("gemma-270m", n_threads=1)
     return client, client._model()[0]
 
 

@@ -56,7 +56,7 @@ def test_chat_messages_are_flattened_for_a_base_model():
 def test_embedded_gemma_is_reproducible_with_a_seed():
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python is not installed: the embedded model cannot run")
-    client = LocalGGUFClient()
+    client = LocalGGUFClient("gemma-270m")
     assert client.style == "completion"
     request = dict(n=2, temperature=0.8, seed=1234, max_tokens=24)
     a = client.complete(prompt("def bubble_sort(xs):\n"), **request)
@@ -78,7 +78,7 @@ ADD = 'def add(a, b):\n    """Return the sum of a and b."""\n'
 def test_embedded_gemma_writes_a_function_body_that_parses_at_a_useful_speed():
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python is not installed: the embedded model cannot run")
-    client = LocalGGUFClient()
+    client = LocalGGUFClient("gemma-270m")
     out = client.complete(prompt(ADD), n=3, temperature=0.8, seed=1, max_tokens=48, stop=["\ndef", "\nclass", "\n\n\n"])
     parsed = []
     for c in out:
@@ -91,3 +91,41 @@ def test_embedded_gemma_writes_a_function_body_that_parses_at_a_useful_speed():
     long = client.complete(prompt("def bubble_sort(xs):\n"), n=1, temperature=0.8, seed=1, max_tokens=64)[0]
     assert long.completion_tokens >= 32
     assert client.tokens_per_s >= MIN_TOKENS_PER_S, (client.tokens_per_s, client.stats)
+
+
+class _FakeLlama:
+    """Stands in for llama_cpp.Llama: records which entry point each request took."""
+
+    def __init__(self):
+        self.requests = []
+
+    def create_chat_completion(self, messages, **kw):
+        self.requests.append(("chat", messages, kw))
+        return {"usage": {"prompt_tokens": 40, "completion_tokens": 7},
+                "choices": [{"message": {"content": "Idea: x\n```python\ndef f():\n    return 1\n"}, "finish_reason": "stop"}]}
+
+    def __call__(self, prompt, **kw):
+        self.requests.append(("raw", prompt, kw))
+        return {"usage": {"prompt_tokens": 5, "completion_tokens": 1}, "choices": [{"text": " 1", "finish_reason": "length"}]}
+
+
+def test_an_instruction_model_gets_chat_completion_and_its_timings_are_recorded(tmp_path, monkeypatch):
+    import threading
+
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    fake = _FakeLlama()
+    monkeypatch.setattr(local, "load_model", lambda path, n_ctx, n_threads: (fake, threading.Lock(), 0.5))
+    counters = iter([(1000.0, 2000.0, 10), (1500.0, 4000.0, 25), (1500.0, 4000.0, 25), (1600.0, 4100.0, 30)])
+    monkeypatch.setattr(local, "_perf", lambda llm: next(counters))
+    client = LocalGGUFClient(gguf, style="chat")
+    assert client.style == "chat" and client.n_ctx == 4096 and LocalGGUFClient(gguf).style == "completion"
+    out = client.complete(chat("Write f.", system="Be brief."), n=1, temperature=0.5, seed=3, stop=["\n```\n"])[0]
+    kind, messages, kw = fake.requests[0]
+    assert kind == "chat" and [m["role"] for m in messages] == ["system", "user"]  # the GGUF's own template applies
+    assert kw["stop"] == ["\n```\n"] and kw["seed"] == 3
+    assert out.text.startswith("Idea: x") and (out.prompt_eval_s, out.decode_s, out.prompt_evaluated_tokens) == (0.5, 2.0, 15)
+    # a lone "prompt" message is continued verbatim even by a chat model (the doctor's one-token test)
+    raw = client.complete(prompt("def add(a, b):\n    return"), max_tokens=1)[0]
+    assert fake.requests[1][0] == "raw" and raw.text == " 1"
+    assert client.stats["prompt_evaluated_tokens"] == 20 and client.stats["prompt_tokens"] == 45

@@ -77,12 +77,12 @@ def test_chat_search_against_a_real_openai_compatible_server(tmp_path):
                if importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"the server test needs llama-cpp-python's server extra (missing: {', '.join(missing)})")
-    from hifo.agents.llm.local import default_model_path
+    from hifo.agents.llm.local import gemma_path  # the fast model: this test is about the server route
 
     port = _free_port()
     url = f"http://127.0.0.1:{port}/v1"
     log = (tmp_path / "server.log").open("w+")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()),
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gemma_path()),
                              "--model_alias", ALIAS, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
                              "--seed", "0"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:

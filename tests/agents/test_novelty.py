@@ -1,0 +1,68 @@
+"""Novelty before evaluation: a reply whose normalised code repeats an earlier candidate is not evaluated,
+and its prompt is asked again (another seed, a higher temperature), within the call budget."""
+
+from hifo.agents.call_stats import outcomes, per_generation
+from hifo.agents.graph import start_run
+from hifo.agents.llm.base import Completion
+from hifo.agents.llm.factory import wrap_client
+from hifo.agents.rundb import RunStore
+from hifo.sandbox import LocalExecutor
+
+from agentkit import tiny_config
+
+SAME = "def priority(item, bins):\n    gap = bins - item\n    return -gap\n"
+
+
+class RepeatsItself:
+    """A chat model that writes the same program at the run's temperature and a new one when hotter."""
+
+    style, model = "chat", "fake-chat"
+
+    def __init__(self):
+        self.temperatures = []
+
+    def complete(self, messages, n=1, temperature=1.0, seed=None, max_tokens=512, stop=None):
+        self.temperatures.append(round(temperature, 3))
+        new = f"def priority(item, bins):\n    return (bins - item) * {1 + seed % 97}\n"  # worst fit, new code per seed
+        code = SAME if temperature <= 0.7 else new
+        return [Completion(f"Idea: fill bins tightly.\n```python\nimport numpy as np\n{code}```", 10, 10,
+                           model=self.model)]
+
+
+def _run(tmp_path, name, client, **kw):
+    cfg = tiny_config(tmp_path, run_dir=str(tmp_path / name), init_samples=3, population=3, temperature=0.7, **kw)
+    with LocalExecutor(max_workers=2) as ex:
+        run_dir, summary = start_run(cfg, client=client, executor=ex)
+    store = RunStore(run_dir / "run.sqlite")
+    try:
+        assert summary["model_calls"] == per_generation(store) and summary["outcomes"] == outcomes(store, "minimize")
+        return {c.id: c.status for c in store.candidates(not_operator="baseline")}, store.events("propose"), summary
+    finally:
+        store.close()
+
+
+def test_a_duplicate_is_not_evaluated_and_its_prompt_is_asked_again(tmp_path):
+    model = RepeatsItself()
+    cands, (propose,), summary = _run(tmp_path, "run", model)
+    assert cands["g0-000"] == "evaluated"
+    assert cands["g0-001"] == cands["g0-002"] == "duplicate"  # same code as g0-000: never evaluated
+    assert cands["g0-001d1"] == cands["g0-002d1"] == "evaluated"  # the re-draws, hotter, are new
+    assert model.temperatures == [0.7, 0.7, 0.7, 0.9, 0.9]
+    assert (propose["duplicates"], propose["redraws"]) == (2, 2)
+    (gen0,) = summary["model_calls"]  # what `hifo show` and summary.json report
+    assert (gen0["calls"], gen0["candidates"], gen0["duplicates"], gen0["redraws"]) == (5, 5, 2, 2)
+    assert gen0["prompt_eval_s"] is None  # a model without llama.cpp's counters: no timings invented
+    o = summary["outcomes"]
+    # best fit once, worst fit twice (different code, same behaviour): 2 distinct objectives
+    assert (o["model_candidates"], o["duplicates"], o["valid"], o["distinct_valid"]) == (5, 2, 3, 2)
+
+
+def test_re_draws_count_against_the_call_budget_and_can_be_switched_off(tmp_path):
+    model = RepeatsItself()
+    cands, _, summary = _run(tmp_path, "budget", wrap_client(model, max_calls=4), max_calls=4)
+    assert len(model.temperatures) == 4 and "budget" in summary["stop_reason"]
+    assert "g0-001d1" in cands and "g0-002d1" not in cands
+    off = RepeatsItself()
+    cands, (propose,), _ = _run(tmp_path, "off", off, novelty_redraws=0)
+    assert off.temperatures == [0.7] * 3 and not any("d1" in c for c in cands)
+    assert (propose["duplicates"], propose["redraws"]) == (2, 0)
