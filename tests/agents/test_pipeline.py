@@ -3,6 +3,7 @@ to the larger of model time and evaluation time, not their sum; replay and resum
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -49,6 +50,21 @@ class SlowModel(FakeModel):
                 raise KeyboardInterrupt("killed mid-propose")
             time.sleep(DELAY)
             return super().complete(messages, **kw)
+
+
+class DistinctSlowModel(SlowModel):
+    """SlowModel whose every offspring reply is a valid heuristic of its own shape (a pure function of
+    prompt and seed): the overlap test needs evaluations, not the scripted model's duplicates."""
+
+    def complete(self, messages, **kw):
+        out = super().complete(messages, **kw)
+        if "one principle per line" in messages[-1]["content"]:
+            return out
+        key = f"{kw.get('seed')}|{messages[-1]['content']}".encode()
+        terms = " - 0.001 * bins" * (1 + int(hashlib.sha256(key).hexdigest(), 16) % 40)
+        text = ("{Prefer tight fits.}\n```python\nimport numpy as np\n\ndef priority(item, bins):\n"
+                f"    gap = bins - item\n    return -gap{terms}\n```")
+        return [type(c)(text, c.prompt_tokens, c.completion_tokens, model=c.model) for c in out]
 
 
 class SlowExecutor:
@@ -100,7 +116,7 @@ def test_wall_close_to_the_larger_of_model_and_evaluation_time(tmp_path):
         ex = SlowExecutor(inner)
         try:
             run_dir, _ = start_run(RunConfig(model="fake", kb=str(tmp_path / "kb.sqlite"),
-                                             run_dir=str(tmp_path / "run"), **COMMON), client=SlowModel(), executor=ex)
+                                             run_dir=str(tmp_path / "run"), **COMMON), client=DistinctSlowModel(), executor=ex)
         finally:
             ex.shutdown()
     timings = _records(run_dir)[2]

@@ -14,23 +14,30 @@ from hifo.sandbox import LocalExecutor
 
 
 class TwoNodes:
-    """A local executor whose results claim to come from two nodes in turn; ``skew`` > 0 makes the
-    second node's bin-packing solutions differ (as a machine with other arithmetic would)."""
+    """A local executor whose results claim to come from two nodes: a candidate's first evaluation goes
+    to node-a and node-b in turn, any later evaluation of the same code to the other node than its first.
+    ``skew``: those later evaluations come back with another (feasible-looking) packing, as a machine
+    with other arithmetic would give."""
 
     def __init__(self, inner: LocalExecutor, skew: bool = False) -> None:
         self.inner, self.skew, self.names = inner, skew, itertools.cycle(["node-a", "node-b"])
+        self.first: dict[str, str] = {}
 
     def submit(self, job):  # noqa: ANN001
         out: Future = Future()
-        name = next(self.names)
+        again = job.code in self.first
+        if again:
+            name = "node-b" if self.first[job.code] == "node-a" else "node-a"
+        else:
+            name = self.first[job.code] = next(self.names)
         fut = self.inner.submit(job)
 
         def done(f: Future) -> None:
             res = f.result()
             res.isolation = dict(res.isolation or {}, node=name)
-            if self.skew and name == "node-b" and isinstance(res.solutions, list):
+            if self.skew and again and isinstance(res.solutions, list):
                 res.solutions = [[0] + list(range(len(s) - 1)) if isinstance(s, list) and s else s
-                                 for s in res.solutions]  # a different (feasible-looking) packing
+                                 for s in res.solutions]
             out.set_result(res)
 
         fut.add_done_callback(done)
