@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-import torch
 
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
 from hifo.problems.glowq import build_quantized, corpus, extra_params, group_stats, input_scales, model_groups, \
     perplexity, trained_lm
+from hifo.problems._repro import one_torch_thread
 
 _DOCSTRING = """Chooses which weight groups of a quantized transformer get a low-rank error correction.
 
@@ -157,15 +157,11 @@ class GlowQSelect(Evaluator):
         cost = extra_params(model, [groups[n] for n in solution], instance.rank, "glowq")
         if cost > instance.budget:
             raise InfeasibleSolution(f"{instance.name}: {cost} extra parameters exceed the budget {instance.budget}")
-        before = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with one_torch_thread():  # one thread, taking turns with parallel scorers (issue 26)
             scales = input_scales(model, corpus(instance.model_seed)["calib"])
             q, extra = build_quantized(model, "glowq", instance.rank, restore=solution, bits=instance.bits,
                                        scales=scales)
             ppl = perplexity(q, corpus(instance.model_seed)["val"])
-        finally:
-            torch.set_num_threads(before)
         assert extra == cost
         return {"ppl": ppl, "ppl_gap": ppl - _full_precision_ppl(instance.model_seed), "extra_params": float(cost),
                 "extra_kib": 2.0 * cost / 1024}

@@ -26,6 +26,7 @@ import torch
 
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
 from hifo.problems.grape import train
+from hifo.problems._repro import one_torch_thread
 
 _DOCSTRING = """Decides whether GrAPE takes a backprop anchor step at this training step.
 
@@ -137,13 +138,9 @@ class GrAPEAnchor(Evaluator):
             raise InfeasibleSolution(f"{instance.name}: anchor steps must be distinct and in [0, {instance.steps})")
         if len(anchors) > instance.budget:
             raise InfeasibleSolution(f"{instance.name}: {len(anchors)} anchors exceed the budget {instance.budget}")
-        before = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with one_torch_thread():  # one thread, taking turns with parallel scorers (issue 26)
             run, _ = train("grape", instance.model, instance.steps, instance.seed, anchor_steps=anchors,
                            log_every=instance.steps - 1)
-        finally:
-            torch.set_num_threads(before)
         d = run.to_dict()
         return {"test_acc": run.test_acc, "test_loss": run.test_loss, "anchors": float(len(anchors)),
                 "layer_parallel_fraction": d["layer_parallel_fraction"],

@@ -20,6 +20,7 @@ import torch
 
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
 from hifo.problems.grape_pe import accuracy, train_model
+from hifo.problems._repro import one_torch_thread
 
 _DOCSTRING = """Frequencies of the rotation planes of a rotary (multiplicative GRAPE) positional encoding.
 
@@ -71,13 +72,9 @@ _SEEDS = {"train": (0,), "test": (1, 2)}
 
 @lru_cache(maxsize=64)
 def _measure(omegas: tuple[float, ...], seed: int, train_len: int, steps: int) -> dict[str, float]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_torch_thread():  # one thread, taking turns with parallel scorers (issue 26)
         model = train_model("rope", seed, steps=steps, length=train_len, omegas=torch.tensor(omegas, dtype=torch.float64))
         acc = {f: accuracy(model, f * train_len, seed=seed) for f in (1, 2, 4)}
-    finally:
-        torch.set_num_threads(before)
     return {"acc_long": (acc[2] + acc[4]) / 2, "acc_2x": acc[2], "acc_4x": acc[4], "acc_train": acc[1]}
 
 

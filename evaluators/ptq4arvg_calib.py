@@ -19,6 +19,7 @@ import torch
 
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
 from hifo.problems.ptq4arvg import nll, quantize_model, sample_features, sequences, trained_arvg
+from hifo.problems._repro import one_torch_thread
 
 _DOCSTRING = """Chooses the calibration samples for post-training quantization of an image generator.
 
@@ -134,13 +135,9 @@ class PTQ4ARVGCalib(Evaluator):
         if (not isinstance(solution, list) or len(solution) != instance.k or len(set(solution)) != instance.k
                 or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < _POOL for i in solution)):
             raise InfeasibleSolution(f"{instance.name}: expected {instance.k} distinct pool indices in [0, {_POOL})")
-        before = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with one_torch_thread():  # one thread, taking turns with parallel scorers (issue 26)
             model = trained_arvg()
             q = quantize_model(model, "ptq4arvg", instance.bits, _pool(instance.pool_seed)[sorted(solution)])
             val = _val()
             value, fp = nll(q, val), nll(model, val)
-        finally:
-            torch.set_num_threads(before)
         return {"nll": value, "nll_gap": value - fp}

@@ -27,6 +27,7 @@ import torch
 
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits, measured_figures
 from hifo.problems.tbptt import make_data, train_tbptt
+from hifo.problems._repro import one_torch_thread
 
 REFS = Path(__file__).parent / "data" / "tbptt" / "reference_figures.json"
 EPOCHS, STEPS, BATCH, HIDDEN, LR = 30, 10, 32, 12, 2e-2
@@ -126,12 +127,8 @@ class TBPTTBurnIn(Evaluator):
                 or not all(isinstance(m, int) and not isinstance(m, bool) and 0 <= m < instance.window for m in ms)):
             raise InfeasibleSolution(f"{instance.name}: the solution must hold {EPOCHS} burn-ins in "
                                      f"[0, {instance.window})")
-        before = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with one_torch_thread():  # one thread, taking turns with parallel scorers (issue 26)
             run = _train(instance, burn_ins=ms)
-        finally:
-            torch.set_num_threads(before)
         return {"test_rmse": run.test_rmse, "train_rmse": run.train_rmse, "mean_burn_in": float(np.mean(ms))}
 
 

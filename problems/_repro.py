@@ -12,6 +12,7 @@ between them no longer depend on the order of summation.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -27,15 +28,21 @@ def quantize(x: Any, bits: int = GRID_BITS) -> np.ndarray:
     return np.rint(np.asarray(x, dtype=np.float64) * scale) / scale
 
 
+_TORCH_THREADS_LOCK = threading.RLock()
+
+
 class one_torch_thread:
     """``with one_torch_thread(): ...`` runs torch on one intra-op thread (restored afterwards). A model
     trained or evaluated on the parent's side must not depend on how many cores the parent has: a
     float32 reduction split over two threads sums in another order (issue 26: a lazily trained test
-    model differed by 4e-4 in NLL between one and two threads)."""
+    model differed by 4e-4 in NLL between one and two threads). ``torch.set_num_threads`` is
+    process-wide, so blocks in parallel scoring threads take turns (a reentrant lock): one thread's exit
+    cannot raise the count under another's computation."""
 
     def __enter__(self) -> "one_torch_thread":
         import torch
 
+        _TORCH_THREADS_LOCK.acquire()  # the thread count is process-wide: concurrent users take turns
         self._before = torch.get_num_threads()
         torch.set_num_threads(1)
         return self
@@ -43,4 +50,7 @@ class one_torch_thread:
     def __exit__(self, *exc: object) -> None:
         import torch
 
-        torch.set_num_threads(self._before)
+        try:
+            torch.set_num_threads(self._before)
+        finally:
+            _TORCH_THREADS_LOCK.release()
