@@ -48,8 +48,12 @@ def pinned_numeric_env() -> dict[str, str]:
     environment turns it off (faster on AVX-512, no longer comparable across machines)."""
     if os.environ.get("HIFO_NATIVE_KERNELS") == "1":
         return {}
+    from ._numeric import PINNED_VARS
     from ._numeric import pinned_numeric_env as pinned
 
+    present = {k: os.environ[k] for k in PINNED_VARS if k in os.environ}
+    if "ATEN_CPU_CAPABILITY" in present and "OPENBLAS_CORETYPE" in present:
+        return present  # this process runs pinned already (the zygote, a pinned hifo): no numpy import here
     return pinned()
 
 

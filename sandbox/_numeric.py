@@ -11,13 +11,16 @@ import platform
 
 
 def _features() -> dict[str, bool]:
+    """numpy's view of the CPU's features; empty where numpy is not importable (then there are no numpy
+    kernels to pin, and nothing is pinned: an interpreter without numpy scores no numpy evaluator)."""
     import importlib
 
-    try:
-        core = importlib.import_module("numpy._core._multiarray_umath")  # numpy >= 2
-    except ImportError:  # pragma: no cover - numpy 1.x
-        core = importlib.import_module("numpy.core._multiarray_umath")
-    return dict(core.__cpu_features__)
+    for name in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):  # numpy >= 2, then 1.x
+        try:
+            return dict(importlib.import_module(name).__cpu_features__)
+        except ImportError:
+            continue
+    return {}
 
 
 def cpu_avx512_features() -> list[str]:
