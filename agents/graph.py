@@ -87,19 +87,12 @@ def _report_node(nodes: SearchNodes) -> Callable[[RunState], RunState]:
 
 def rescore_agrees(evaluator: Any, first: dict[str, float], again: dict[str, float]) -> list[str]:
     """The metrics on which two scores of one candidate disagree beyond the evaluator's declared
-    tolerance (``fitness_rtol``; a load-dependent evaluator's time-limited figures may differ)."""
-    out = []
-    for metric in sorted(set(first) | set(again)):
-        a, b = first.get(metric), again.get(metric)
-        if a is None or b is None:
-            out.append(metric)
-            continue
-        a, b = float(a), float(b)
-        if a == b or (a != a and b != b):
-            continue
-        if abs(a - b) > evaluator.metric_rtol(metric) * max(abs(a), abs(b)):
-            out.append(metric)
-    return out
+    tolerance (``fitness_rtol``; the same rule as ``hifo doctor --determinism``)."""
+    from hifo.evaluators.determinism import agree
+
+    return [m for m in sorted(set(first) | set(again))
+            if m not in evaluator.timing_metrics
+            and (m not in first or m not in again or not agree(first[m], again[m], evaluator.metric_rtol(m)))]
 
 
 def _rescore_best(nodes: SearchNodes, best: Any) -> None:
