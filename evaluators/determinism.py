@@ -8,10 +8,10 @@ picks a kernel per core type and splits work over threads, and solvers stop on w
 
 hifo removes the dependence where it can: the sandbox child and the ``hifo`` process itself run on
 *pinned* kernels (:mod:`hifo.sandbox._numeric`: numpy without its AVX-512 kernels, OpenBLAS's Haswell
-kernels, MKL's and torch's AVX2 paths, one thread in the child), which every x86-64 CPU with AVX2
-runs alike; decisions are taken on grid-snapped values (:mod:`hifo.problems._repro`) and ties are
-broken by index. This module checks the result: it solves every baseline of an evaluator on an
-instance set in a fresh interpreter (the sandbox child's side) and scores the solutions in another
+kernels, torch's AVX2 paths, MKL's vendor-independent COMPATIBLE branch, no oneDNN, one thread in the
+child), which every x86-64 CPU with AVX2 runs alike; decisions are taken on grid-snapped values
+(:mod:`hifo.problems._repro`) and ties are broken by index. This module checks the result: it solves every
+baseline of an evaluator on an instance set in a fresh interpreter (the sandbox child's side) and scores the solutions in another
 (the parent's side) under several *configurations*, and compares the per-instance metrics:
 
 * ``plain`` — as ``hifo`` runs: both sides pinned, one thread;
@@ -53,7 +53,7 @@ def config_env(config: str, role: str, base: dict[str, str] | None = None) -> di
     ``score``: the trusted parent's side).
 
     * ``plain``: what ``hifo`` does: both sides on the pinned kernels (:mod:`hifo.sandbox._numeric`:
-      numpy without AVX-512, OpenBLAS Haswell, MKL and torch AVX2 — what every x86-64 CPU with AVX2
+      numpy without AVX-512, OpenBLAS Haswell, torch AVX2, MKL COMPATIBLE — what every x86-64 CPU with AVX2
       runs), one thread;
     * ``threads``: the same with two BLAS/OpenMP/torch threads in the parent (its thread count is the
       machine's; the score must not depend on it);

@@ -31,6 +31,17 @@ def quantize(x: Any, bits: int = GRID_BITS) -> np.ndarray:
 _TORCH_THREADS_LOCK = threading.RLock()
 
 
+def torch_portable_kernels(torch: Any) -> None:
+    """Switch off torch's oneDNN (mkldnn) paths in this process, once and for good: convolutions then run
+    through ATen's own im2col + BLAS path (MKL, pinned to its vendor-independent ``COMPATIBLE`` branch
+    by :mod:`hifo.sandbox._numeric`). oneDNN's JIT kernels choose their blocking, and so the order of
+    their float32 reductions, from the CPU's cache sizes, which differ from one machine to the next
+    even when the instruction set is pinned (``ONEDNN_MAX_CPU_ISA``). Called by :class:`one_torch_thread`
+    (every torch computation that decides a score runs inside one)."""
+    if torch.backends.mkldnn.enabled:
+        torch.backends.mkldnn.enabled = False
+
+
 class one_torch_thread:
     """``with one_torch_thread(): ...`` runs torch on one intra-op thread (restored afterwards). A model
     trained or evaluated on the parent's side must not depend on how many cores the parent has: a
@@ -43,6 +54,7 @@ class one_torch_thread:
         import torch
 
         _TORCH_THREADS_LOCK.acquire()  # the thread count is process-wide: concurrent users take turns
+        torch_portable_kernels(torch)
         self._before = torch.get_num_threads()
         torch.set_num_threads(1)
         return self

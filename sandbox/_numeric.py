@@ -3,6 +3,14 @@
 numpy, OpenBLAS, MKL and torch pick their kernels at run time from the CPU's features, so an AVX-512
 machine computes other last bits than an AVX2 one. Pinning the child to the AVX2 kernels makes the
 candidate's arithmetic, and every decision the algorithm takes on it, machine-independent.
+
+MKL (torch's BLAS and LAPACK on x86-64) is pinned to its ``COMPATIBLE`` branch, not ``AVX2``: Intel
+documents that on a non-Intel CPU ``MKL_CBWR=AVX2`` silently falls back to the ``AUTO`` branch, and
+that only ``AUTO`` and ``COMPATIBLE`` are supported there. A CI failure between stops 33 and 34 was exactly this:
+figures measured on an Intel CPU under ``AVX2`` differed on another runner (GlowQ perplexity by 5e-5,
+a Muon training run by 1 %). ``COMPATIBLE`` (SSE2 without the approximate ``rcpps``/``rsqrtps``) is the
+one branch Intel states gives the same results on Intel and Intel-compatible CPUs; it costs ~1.7x on
+MKL-heavy torch work (measured on the GlowQ + Newton-Schulz figures: 16 s -> 27 s).
 """
 
 from __future__ import annotations
@@ -37,13 +45,13 @@ def cpu_avx512_features() -> list[str]:
 def pinned_numeric_env() -> dict[str, str]:
     """The numeric kernels the sandbox child is pinned to (used by :func:`hifo.sandbox._child.child_env`):
     on x86-64, numpy without its AVX-512 kernels (``NPY_DISABLE_CPU_FEATURES`` lists the ones this CPU
-    has), OpenBLAS's Haswell (AVX2) kernels, MKL's AVX2 code path, torch's AVX2 kernels. Every
+    has), OpenBLAS's Haswell (AVX2) kernels, MKL's vendor-independent ``COMPATIBLE`` branch, torch's AVX2 kernels. Every
     x86-64 CPU with AVX2 then runs the same kernels, so a candidate's arithmetic in the sandbox is the
     same on a laptop, a CI runner and an AVX-512 server. Empty elsewhere (nothing to pin).
     """
     if platform.machine().lower() not in ("x86_64", "amd64") or not _features().get("AVX2"):
         return {}  # nothing to pin to (an x86-64 CPU without AVX2 would fault on the Haswell kernels)
-    env = {"OPENBLAS_CORETYPE": "Haswell", "MKL_CBWR": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+    env = {"OPENBLAS_CORETYPE": "Haswell", "MKL_CBWR": "COMPATIBLE", "MKL_DYNAMIC": "FALSE",
            "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
     wide = cpu_avx512_features()
     if wide:
@@ -51,7 +59,7 @@ def pinned_numeric_env() -> dict[str, str]:
     return env
 
 
-PINNED_VARS = ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
+PINNED_VARS = ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE", "MKL_CBWR", "MKL_DYNAMIC",
                "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
 
 

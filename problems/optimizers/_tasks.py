@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ._data import Split, digits, markov_corpus
+from .._repro import torch_portable_kernels
 
 TASKS = ("digits_mlp", "digits_cnn", "markov_lm")
 LM_CONTEXT = 32
@@ -287,6 +288,7 @@ def one_torch_thread() -> Iterator[None]:
     restores it).
     """
     global _THREADS_USERS, _THREADS_BEFORE
+    torch_portable_kernels(torch)  # no oneDNN: its blocking (and reduction order) follows the CPU's caches
     with _THREADS_LOCK:
         if _THREADS_USERS == 0:
             _THREADS_BEFORE = torch.get_num_threads()
