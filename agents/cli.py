@@ -78,7 +78,8 @@ def run(
     max_calls: Optional[int] = typer.Option(None, "--max-calls"),
     max_wall: Optional[float] = typer.Option(None, "--max-wall", help="seconds"),
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="[default: $HIFO_RUNS/PROBLEM-TIME-ID]"),
-    kb: Optional[Path] = typer.Option(None, "--kb", help="knowledge base file [default: $HIFO_KB or ~/.local/share/hifo/knowledge.sqlite]"),
+    kb: Optional[Path] = typer.Option(None, "--kb", help="knowledge base file "
+                                    "[default: $HIFO_KB or ~/.local/share/hifo/knowledge.sqlite]"),
     seed: Optional[int] = typer.Option(None, "--seed", help="[default: 0]"),
     train_set: Optional[str] = typer.Option(None, "--train-set", help="[default: the evaluator's]"),
     test_set: Optional[str] = typer.Option(None, "--test-set", help="[default: the evaluator's]"),
