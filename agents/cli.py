@@ -12,7 +12,8 @@ import typer
 from rich.console import Console
 
 app = typer.Typer(help="hifo: LLM-driven automated heuristic design (HiFo-style agent, sandboxed evaluators).",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  rich_markup_mode=None)  # help text verbatim: "[default: 4]" is not markup
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
@@ -77,7 +78,8 @@ def run(
     max_calls: Optional[int] = typer.Option(None, "--max-calls"),
     max_wall: Optional[float] = typer.Option(None, "--max-wall", help="seconds"),
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="[default: $HIFO_RUNS/PROBLEM-TIME-ID]"),
-    kb: Optional[Path] = typer.Option(None, "--kb", help="knowledge base file"),
+    kb: Optional[Path] = typer.Option(None, "--kb", help="knowledge base file "
+                                    "[default: $HIFO_KB or ~/.local/share/hifo/knowledge.sqlite]"),
     seed: Optional[int] = typer.Option(None, "--seed", help="[default: 0]"),
     train_set: Optional[str] = typer.Option(None, "--train-set", help="[default: the evaluator's]"),
     test_set: Optional[str] = typer.Option(None, "--test-set", help="[default: the evaluator's]"),
@@ -89,7 +91,7 @@ def run(
     isolation: Optional[str] = typer.Option(None, "--isolation", help="strict | standard (default) | minimal"),
     executor: Optional[str] = typer.Option(None, "--executor", help="local (default) | ray"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray address: auto or ray://HOST:10001"),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file with run settings (a \\[run] table)"),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file with run settings (a [run] table)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="do not reuse replies from the shared response cache"),
     no_check: bool = typer.Option(False, "--no-check", help="skip the pre-flight call to the model"),
     target: Optional[float] = typer.Option(None, "--target", help="stop once the best reaches this metric value"),

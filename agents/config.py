@@ -38,7 +38,8 @@ class RunConfig(BaseModel):
     patience: int | None = Field(None, ge=1, description="stop after this many generations without a new best")
     seed: int = 0
     temperature: float = Field(1.0, ge=0, le=2, description="sampling temperature; when not set, "
-                               f"{LOCAL_TEMPERATURE} for the embedded model (local / local:*), 1.0 for others")
+                               f"{LOCAL_TEMPERATURE} for the embedded model (local / local:*), the recorded one for "
+                               "replay:PATH, 1.0 for others")
     max_tokens: int = Field(384, ge=16, le=8192)
     train_set: str | None = None
     test_set: str | None = None
@@ -89,6 +90,12 @@ class RunConfig(BaseModel):
     def _model_temperature(self) -> "RunConfig":
         if "temperature" not in self.model_fields_set and (self.model == "local" or self.model.startswith("local:")):
             self.temperature = LOCAL_TEMPERATURE  # set explicitly in config.json, so a resume keeps it
+        elif "temperature" not in self.model_fields_set and self.model.startswith("replay:"):
+            from hifo.agents.llm.replay import recorded_temperature
+
+            recorded = recorded_temperature(Path(self.model[len("replay:"):]).expanduser())
+            if recorded is not None:  # replay with the sampling settings the cassette was recorded with
+                self.temperature = recorded
         return self
 
     @property

@@ -196,6 +196,17 @@ def _open_runtime(run_dir: Path, cfg: RunConfig, client: Any | None, executor: A
     return rt, executor
 
 
+def _thread_id(conn: sqlite3.Connection, default: str) -> str:
+    """The checkpoint thread this run directory holds: the one already in ``checkpoints.sqlite`` (its
+    folder name when it was made), so a copied, moved or renamed run resumes; ``default`` for a new run."""
+    try:
+        rows = conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall()
+    except sqlite3.OperationalError:  # no table yet: a new run
+        return default
+    ids = [r[0] for r in rows]
+    return default if default in ids or len(ids) != 1 else ids[0]
+
+
 def _invoke(rt: Runtime, resume: bool, reopen: bool = False) -> dict[str, Any]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -203,7 +214,7 @@ def _invoke(rt: Runtime, resume: bool, reopen: bool = False) -> dict[str, Any]:
     conn = sqlite3.connect(rt.run_dir / "checkpoints.sqlite", check_same_thread=False)
     try:
         app = build_graph(nodes).compile(checkpointer=SqliteSaver(conn))
-        config = {"configurable": {"thread_id": rt.run_id}, "recursion_limit": 100_000}
+        config = {"configurable": {"thread_id": _thread_id(conn, rt.run_id)}, "recursion_limit": 100_000}
         first: RunState | None = {}
         if reopen:  # a finished run given more budget: back to the routing after the last generation
             app.update_state(config, {"stop_reason": None}, as_node="distill")

@@ -36,7 +36,7 @@ class RunData:
         self.dir = Path(run_dir)
         if not (self.dir / "run.sqlite").is_file():
             raise FileNotFoundError(f"{self.dir} is not a hifo run directory (no run.sqlite)")
-        store = RunStore(self.dir / "run.sqlite")
+        store = RunStore(self.dir / "run.sqlite", readonly=True)
         try:
             self.config = store.get_meta("config", {}) or {}
             self.status = store.get_meta("status", "?")

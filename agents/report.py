@@ -7,10 +7,18 @@ import json
 import math
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from hifo.agents.config import default_runs_dir
+
+
+def _damaged(d: Path, exc: BaseException) -> dict[str, Any]:
+    why = " ".join(str(exc).split())
+    return {"run": str(d), "problem": "", "model": "", "status": f"damaged: {d / 'run.sqlite'}: {why}"
+            if str(d / "run.sqlite") not in why else f"damaged: {why}",
+            "evaluations": 0, "best": None, "cost_usd": 0.0, "tokens": 0}
 
 
 def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
@@ -18,16 +26,19 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if not root.exists():
         return rows
-    from hifo.agents.rundb import RunStore
-
     from hifo.agents.progress import spend
+    from hifo.agents.rundb import RunStore, RunStoreError
 
     for d in sorted(p for p in root.iterdir() if (p / "run.sqlite").exists() or (p / "config.json").exists()):
         if not (d / "run.sqlite").exists():  # left by a failed start of an older version
             rows.append({"run": str(d), "problem": "", "model": "", "status": "incomplete (no run store)",
                          "evaluations": 0, "best": None, "cost_usd": 0.0, "tokens": 0})
             continue
-        store = RunStore(d / "run.sqlite")
+        try:
+            store = RunStore(d / "run.sqlite", readonly=True)
+        except RunStoreError as exc:
+            rows.append(_damaged(d, exc))
+            continue
         try:
             cfg = store.get_meta("config", {}) or {}
             best = store.best_feasible(1)
@@ -36,6 +47,8 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
                          "status": store.get_meta("status", None) or "incomplete (start failed)",
                          "evaluations": store.count_evaluated(), "best": best[0].objective if best else None,
                          "cost_usd": round(s["cost_usd"], 6), "tokens": s["prompt_tokens"] + s["completion_tokens"]})
+        except sqlite3.DatabaseError as exc:  # one damaged run is marked, never hides the others
+            rows.append(_damaged(d, exc))
         finally:
             store.close()
     return rows
@@ -48,7 +61,7 @@ def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = Fal
     run = Path(run)
     if not (run / "run.sqlite").exists():
         raise FileNotFoundError(f"{run} is not a hifo run directory (no run.sqlite)")
-    store = RunStore(run / "run.sqlite")
+    store = RunStore(run / "run.sqlite", readonly=True)
     try:
         cfg = store.get_meta("config", {}) or {}
         best = store.best_feasible(top)

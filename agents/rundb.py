@@ -97,16 +97,45 @@ def _names(column: str, value: Names, negate: bool = False) -> tuple[str, list[A
     return f"{column} {'NOT IN' if negate else 'IN'} ({marks})", vals
 
 
+class RunStoreError(RuntimeError):
+    """A run.sqlite that cannot be read (damaged, not a database); the message names the file."""
+
+
 class RunStore:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, readonly: bool = False):
+        """``readonly``: open without writing anything (``hifo runs``/``show``/``report``), so a run on a
+        read-only mount or an archive can be read: SQLite ``mode=ro``, and ``immutable=1`` where even the
+        WAL index cannot be made. A file that is not a readable run store raises :class:`RunStoreError`
+        naming its path."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
-        self.db.row_factory = sqlite3.Row
-        self._migrate()
+        self.readonly = readonly
+        try:
+            if readonly:
+                self.db = self._connect_ro()
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                self.db.executescript(SCHEMA)
+            self.db.row_factory = sqlite3.Row
+            if not readonly:
+                self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise RunStoreError(f"{self.path}: not a readable run store ({exc})") from exc
+
+    def _connect_ro(self) -> sqlite3.Connection:
+        if not self.path.is_file():
+            raise sqlite3.OperationalError("no such file")
+        uri = self.path.resolve().as_uri()
+        try:
+            db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30, check_same_thread=False)
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.OperationalError:  # a WAL store in a read-only folder: its -shm cannot be made
+            db = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db
 
     def _migrate(self) -> None:
         """Add the columns later versions introduced to a store made by an earlier one."""

@@ -23,6 +23,27 @@ from hifo.agents.llm._common import Wrapper, canonical_request, flatten_messages
 from hifo.agents.llm.base import Completion, LLMClient, LLMError, Message
 
 
+def recorded_temperature(cassette_path: str | os.PathLike) -> float | None:
+    """The sampling temperature a cassette was recorded with: the most common ``temperature`` of its
+    ``call`` lines (the pre-flight check at 0.0 and the novelty redraws at higher temperatures are a
+    few calls each). None when the file is missing or holds no call."""
+    counts: dict[float, int] = defaultdict(int)
+    try:
+        with Path(cassette_path).open(encoding="utf-8") as fh:
+            for raw in fh:
+                try:
+                    obj = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(obj, dict) and obj.get("type") == "call":
+                    t = (obj.get("request") or {}).get("temperature")
+                    if isinstance(t, (int, float)):
+                        counts[float(t)] += 1
+    except OSError:
+        return None
+    return max(counts, key=lambda t: counts[t]) if counts else None
+
+
 class ReplayMismatch(RuntimeError):
     """A strict replay was asked for a request the cassette does not hold (the run diverged).
 

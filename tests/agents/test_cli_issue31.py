@@ -1,0 +1,75 @@
+"""Issue 31 (CLI items): verbatim help defaults, replay temperature, damaged / copied / read-only runs."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from typer.testing import CliRunner
+
+from hifo.agents.cli import app
+from hifo.agents.config import RunConfig
+from hifo.agents.graph import _thread_id
+from hifo.agents.llm.replay import recorded_temperature
+from hifo.agents.report import list_runs
+from hifo.agents.rundb import RunStore
+
+runner = CliRunner()
+
+
+def test_help_shows_every_default_verbatim():
+    out = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).output
+    for text in ("[default: 4]", "[default: 6]", "[default: 0]", "$HIFO_RUNS", "$HIFO_KB", "[run] table"):
+        assert text in out, text
+
+
+def test_replay_uses_the_recorded_temperature(tmp_path):
+    cassette = tmp_path / "c.jsonl"
+    lines = [{"type": "header", "model": "local"},
+             {"type": "call", "request": {"temperature": 0.0}},  # the pre-flight check
+             {"type": "call", "request": {"temperature": 0.7}},
+             {"type": "call", "request": {"temperature": 0.7}}]
+    cassette.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    assert recorded_temperature(cassette) == 0.7
+    assert RunConfig(problem="bpp_online", model=f"replay:{cassette}").temperature == 0.7
+    assert RunConfig(problem="bpp_online", model=f"replay:{cassette}", temperature=0.3).temperature == 0.3
+    assert recorded_temperature(tmp_path / "missing.jsonl") is None
+
+
+def test_a_damaged_run_is_listed_with_its_path(tmp_path):
+    good = tmp_path / "good"
+    store = RunStore(good / "run.sqlite")
+    store.set_meta("config", {"problem": "bpp_online", "model": "fake"})
+    store.set_meta("status", "finished")
+    store.close()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "run.sqlite").write_bytes(b"not a database" * 100)
+    rows = {r["run"]: r for r in list_runs(tmp_path)}
+    assert rows[str(good)]["status"] == "finished"
+    assert rows[str(bad)]["status"].startswith("damaged") and str(bad / "run.sqlite") in rows[str(bad)]["status"]
+
+
+def test_read_only_open_writes_nothing(tmp_path):
+    store = RunStore(tmp_path / "run.sqlite")
+    store.set_meta("status", "finished")
+    store.close()
+    before = (tmp_path / "run.sqlite").read_bytes()
+    ro = RunStore(tmp_path / "run.sqlite", readonly=True)
+    assert ro.get_meta("status") == "finished"
+    try:
+        ro.set_meta("status", "x")
+        raise AssertionError("a read-only store accepted a write")
+    except sqlite3.OperationalError:
+        pass
+    ro.close()
+    assert (tmp_path / "run.sqlite").read_bytes() == before
+
+
+def test_a_copied_run_keeps_its_checkpoint_thread(tmp_path):
+    conn = sqlite3.connect(tmp_path / "checkpoints.sqlite")
+    assert _thread_id(conn, "new-name") == "new-name"  # a new run
+    conn.execute("CREATE TABLE checkpoints (thread_id TEXT)")
+    conn.execute("INSERT INTO checkpoints VALUES ('old-name')")
+    assert _thread_id(conn, "new-name") == "old-name"  # copied/renamed: resumes the recorded thread
+    conn.close()
