@@ -21,6 +21,14 @@ def clustered_data(n: int, dim: int, seed: int, clusters: int = 20) -> np.ndarra
     return centres[rng.integers(0, clusters, n)] + rng.normal(0.0, 1.0, (n, dim))
 
 
+def data_and_queries(n: int, dim: int, seed: int, n_queries: int = 100,
+                     clusters: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` points to index and ``n_queries`` held-out points of the same distribution (one draw
+    of ``n + n_queries`` clustered points, split): queries in distribution."""
+    Z = clustered_data(n + n_queries, dim, seed, clusters)
+    return Z[:n], Z[n:]
+
+
 def build(X: np.ndarray, M: int = 8, ef_construction: int = 64, seed: int = 0) -> HNSW:
     index = HNSW(X.shape[1], M=M, ef_construction=ef_construction, seed=seed)
     for x in X:
@@ -44,11 +52,13 @@ def deletion_order(n: int, fraction: float, seed: int) -> list[int]:
     return np.random.default_rng(seed).permutation(n)[: int(round(fraction * n))].tolist()
 
 
-def query(index: HNSW, Q: np.ndarray, k: int, ef: int) -> tuple[list[list[int]], float, float]:
-    """Results, mean distance evaluations per query and mean wall time per query (ms)."""
+def query(index: HNSW, Q: np.ndarray, k: int, ef: int,
+          budget: int | None = None) -> tuple[list[list[int]], float, float]:
+    """Results, mean distance evaluations per query and mean wall time per query (ms); with
+    ``budget``, each query stops after that many distance evaluations."""
     index.dist_count = 0
     t0 = time.perf_counter()
-    found = [index.search(q, k, ef) for q in Q]
+    found = [index.search(q, k, ef, budget) for q in Q]
     wall = (time.perf_counter() - t0) / len(Q)
     return found, index.dist_count / len(Q), 1000 * wall
 

@@ -79,9 +79,11 @@ class HNSW:
 
     # ---- search -----------------------------------------------------------------------
     def search_layer(self, q: np.ndarray, entry: list[tuple[float, int]], ef: int, layer: int,
-                     skip_tombstones: bool = False) -> list[tuple[float, int]]:
+                     skip_tombstones: bool = False, stop_at: int | None = None) -> list[tuple[float, int]]:
         """The paper's Algorithm 2: the ``ef`` closest nodes found, as sorted (dist, id).
-        With ``skip_tombstones`` tombstoned nodes route the search but are not returned."""
+        With ``skip_tombstones`` tombstoned nodes route the search but are not returned. With
+        ``stop_at`` the search ends once ``dist_count`` reaches it (a distance-evaluation budget:
+        the last expansion is cut to the evaluations left)."""
         visited = {i for _, i in entry}
         cand = list(entry)
         heapq.heapify(cand)
@@ -93,7 +95,11 @@ class HNSW:
             if len(res) >= ef and d > -res[0][0]:
                 break
             nbrs = [v for v in links.get(c, ()) if v not in visited]
+            if stop_at is not None:
+                nbrs = nbrs[: max(stop_at - self.dist_count, 0)]
             if not nbrs:
+                if stop_at is not None and self.dist_count >= stop_at:
+                    break
                 continue
             visited.update(nbrs)
             for dv, v in zip(self.dist(q, nbrs).tolist(), nbrs):
@@ -106,21 +112,23 @@ class HNSW:
                         heapq.heappop(res)
         return sorted((-d, i) for d, i in res)
 
-    def _descend(self, q: np.ndarray, down_to: int) -> list[tuple[float, int]]:
+    def _descend(self, q: np.ndarray, down_to: int, stop_at: int | None = None) -> list[tuple[float, int]]:
         entry = self.entry
         assert entry is not None  # callers check the index is not empty
         ep = [(float(self.dist(q, [entry])[0]), entry)]
         for layer in range(self.level[entry], down_to, -1):
-            ep = self.search_layer(q, ep, 1, layer)[:1]
+            ep = self.search_layer(q, ep, 1, layer, stop_at=stop_at)[:1]
         return ep
 
-    def search(self, q: np.ndarray, k: int, ef: int) -> list[int]:
-        """Ids of (about) the ``k`` nearest live nodes to ``q``."""
+    def search(self, q: np.ndarray, k: int, ef: int, budget: int | None = None) -> list[int]:
+        """Ids of (about) the ``k`` nearest live nodes to ``q``; with ``budget``, at most that many
+        distance evaluations for this query (upper layers included)."""
         if self.entry is None:
             return []
         q = np.asarray(q, dtype=np.float64)
-        ep = self._descend(q, 0)
-        found = self.search_layer(q, ep, max(ef, k), 0, skip_tombstones=bool(self.tombstones))
+        stop_at = None if budget is None else self.dist_count + int(budget)
+        ep = self._descend(q, 0, stop_at)
+        found = self.search_layer(q, ep, max(ef, k), 0, skip_tombstones=bool(self.tombstones), stop_at=stop_at)
         return [i for _, i in found[:k]]
 
     # ---- insert -----------------------------------------------------------------------
