@@ -1,5 +1,5 @@
 """ℓp regression: linear-system solves and wall time to a (1+eps)-optimal solution for our
-primal-dual IRLS (damped rule), classic IRLS, Adil–Peng–Sachdeva p-IRLS, and scipy's L-BFGS
+damped IRLS (ours; not Ene-Nguyen-Vladu's rule), classic IRLS, Adil–Peng–Sachdeva p-IRLS, and scipy's L-BFGS
 (the convex-solver reference a user would pick).
 
     python -m benchmarks.lp_regression            # A 100 x 400 and 150 x 600, 3 seeds (about 3 minutes)
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 
-from hifo.problems.lp_regression import damped_update, p_irls, primal_dual_irls, random_instance, reference_optimum
+from hifo.problems.lp_regression import damped_update, p_irls, damped_irls, random_instance, reference_optimum
 
 RESULTS = Path(__file__).parent / "results"
 PS = (1.5, 3.0, 4.0, 8.0)
@@ -33,8 +33,8 @@ def run_instance(d: int, n: int, p: float, seed: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     opt_scipy, _ = reference_optimum(A, b, p)
     scipy_s = time.perf_counter() - t0
-    traces = {"primal_dual_irls": primal_dual_irls(A, b, p, iterations=60),
-              "classic_irls": primal_dual_irls(A, b, p, rule=lambda r, x, q, i: damped_update(r, x, q, i, 1.0),
+    traces = {"damped_irls": damped_irls(A, b, p, iterations=60),
+              "classic_irls": damped_irls(A, b, p, rule=lambda r, x, q, i: damped_update(r, x, q, i, 1.0),
                                                iterations=60)}
     if p >= 2:
         traces["p_irls"] = p_irls(A, b, p, eps=1e-10)
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result: dict[str, Any] = {"setup": {"sizes": sizes, "seeds": seeds, "p": PS, "eps": EPSILONS,
                                         "data": "A Gaussian d x n, b = A x_true with Student-t(3) x_true"},
                               "rows": {}}
-    methods = ("primal_dual_irls", "classic_irls", "p_irls")
+    methods = ("damped_irls", "classic_irls", "p_irls")
     print(f"{'instance':>24} " + " ".join(f"{m + ' ' + format(e, 'g'):>22}" for m in methods for e in EPSILONS)
           + f" {'scipy s':>8} {'scipy gap':>9}")
     for d, n in sizes:
