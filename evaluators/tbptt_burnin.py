@@ -105,7 +105,7 @@ def _load_refs() -> dict[str, dict[str, dict[str, float]]]:
 
 
 class TBPTTBurnIn(Evaluator):
-    """Held-out simulation error of a GRU trained by truncated BPTT under an evolved burn-in schedule."""
+    """Held-out simulation error of an LSTM trained by truncated BPTT under an evolved burn-in schedule."""
 
     name = "tbptt_burnin"
     description = (
