@@ -11,7 +11,7 @@ import numpy as np
 from hifo.problems.hnsw._index import HNSW
 from hifo.problems.hnsw._repair import RULES
 
-METHODS = ("tombstone", "no_patch", "local_reconnect", "spatch", "spatch_random")
+METHODS = ("tombstone", "no_patch", "local_reconnect", "robust_prune", "spatch", "spatch_random", "reinsert")
 
 
 def clustered_data(n: int, dim: int, seed: int, clusters: int = 20) -> np.ndarray:
@@ -64,12 +64,13 @@ def query(index: HNSW, Q: np.ndarray, k: int, ef: int,
 
 
 def run_deletion(base: HNSW, X: np.ndarray, Q: np.ndarray, fraction: float, method: str | Any,
-                 k: int = 10, ef: int = 32, seed: int = 0) -> dict[str, float]:
+                 k: int = 10, ef: int = 32, seed: int = 0, budget: int | None = None,
+                 budget_ef: int = 32) -> dict[str, float]:
     """Delete ``fraction`` of the points of a copy of ``base`` with ``method`` (a name of
     :data:`METHODS` or a repair rule), then measure recall@k against brute force on the live
     points, query cost, deletion time and the graph's size."""
     index = copy.deepcopy(base)
-    rule = "tombstone" if method == "tombstone" else RULES.get(method, method) if isinstance(method, str) else method
+    rule = method if method in ("tombstone", "reinsert") else RULES.get(method, method) if isinstance(method, str) else method
     order = deletion_order(len(X), fraction, seed)
     t0 = time.perf_counter()
     for n, p in enumerate(order):
@@ -78,5 +79,6 @@ def run_deletion(base: HNSW, X: np.ndarray, Q: np.ndarray, fraction: float, meth
     truth = brute_force_knn(X, index.live(), Q, k)
     found, dists, query_ms = query(index, Q, k, ef)
     stored = len(index._vec) - len(index.removed)
-    return {"recall": recall_at_k(found, truth), "dist_evals": dists, "query_ms": query_ms,
+    extra = {} if budget is None else {"budget_recall": recall_at_k(query(index, Q, k, budget_ef, budget)[0], truth)}
+    return {**extra, "recall": recall_at_k(found, truth), "dist_evals": dists, "query_ms": query_ms,
             "delete_ms": delete_ms, "edges": float(index.n_edges()), "stored_vectors": float(stored)}

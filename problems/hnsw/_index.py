@@ -188,6 +188,9 @@ class HNSW:
         if rule == "tombstone":
             self.tombstones.add(p)
             return []
+        if rule == "reinsert":
+            self._reinsert_neighbours(p)
+            return []
         decisions = []
         for layer in range(self.level[p], -1, -1):
             applied = self.delete_layer(p, layer, lambda view, ids: rule(**_copied(view)) if callable(rule) else None,
@@ -204,6 +207,30 @@ class HNSW:
         view, ids = local_view(self, p, layer, seed)
         self._unlink(p, layer)
         return apply_additions(self, layer, ids, view["free"], decide(view, ids))
+
+    def _reinsert_neighbours(self, p: int) -> None:
+        """Re-insertion repair (a non-local baseline; needs the index, so no slot rule can do it): at
+        every layer, every node that linked to ``p`` searches for itself as an insertion would
+        (``search_layer`` from its current and ``p``'s neighbours, ``ef_construction``) and fills its
+        free slots with the selection heuristic's picks among the nodes found (its existing edges
+        are kept, so no node loses an in-edge). Its distance evaluations count in ``dist_count``."""
+        for layer in range(self.level[p], -1, -1):
+            ins = sorted(self.rev[layer].get(p, set()))
+            out = list(self.links[layer].get(p, []))
+            self._unlink(p, layer)
+            for u in ins:
+                seeds = sorted((set(self.links[layer][u]) | set(out)) - {u, p})
+                if not seeds:
+                    continue
+                x = self.X[u]
+                entry = list(zip(self.dist(x, seeds).tolist(), seeds))
+                have = list(self.links[layer][u])
+                W = [(d, v) for d, v in self.search_layer(x, entry, self.ef_construction, layer)
+                     if v != u and v not in have]
+                room = self.max_degree(layer) - len(have)
+                if room > 0 and W:
+                    self._set_links(layer, u, have + self.select_heuristic(x, W, room))
+        self.finish_delete(p)
 
     def finish_delete(self, p: int) -> None:
         """Mark ``p`` removed once every layer is unlinked; move the entry point if needed."""
