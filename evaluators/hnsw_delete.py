@@ -11,9 +11,16 @@ The child returns the edges that were added, per deleted node and layer. The par
 the whole deletion sequence on its own copy of the index, checking at each step that every
 claimed edge joins two former neighbours of ``p``, is new, and fits the node's free slots
 (otherwise the solution is infeasible), and then measures with its own code on the graph it
-rebuilt: ``recall`` (recall@10 against brute force over the surviving points, search ``ef`` 10),
-``dist_evals`` (distance evaluations per query, the deterministic latency measure) and ``edges``.
-The primary metric is ``recall`` (maximised); degree caps bound memory and query cost.
+rebuilt, on 100 held-out queries drawn from the data's own clusters: ``budget_recall`` (the
+primary metric, maximised: recall@10 against brute force over the surviving points when every
+query may evaluate at most ``BUDGET`` distances, beam ``BUDGET_EF``, so recall and the
+deterministic latency measure are scored together at a matched cost), ``recall`` and
+``dist_evals`` of an unbudgeted ``ef`` = 10 search, and ``edges`` (memory; degree caps bound it).
+
+Departure from the paper: the SPatch baselines are our HNSW-level reading of the star-mesh
+deletion (the weights ``exp(-d_p^2/h^2)`` with ``h`` the median are our choice and ignore the
+query and the neighbours' pairwise distances); re-insertion of the affected neighbours is not a
+baseline, since it needs the index, which the slot's local view does not give.
 """
 
 from __future__ import annotations
@@ -31,13 +38,15 @@ from hifo.problems.hnsw import (
     brute_force_knn,
     build,
     check_additions,
-    clustered_data,
+    data_and_queries,
     deletion_order,
     query,
     recall_at_k,
 )
 
 K, EF = 10, 10
+# the primary metric: recall@10 with a beam of BUDGET_EF, every query stopped after BUDGET distance evaluations
+BUDGET, BUDGET_EF = 60, 20
 
 _DOCSTRING = """Chooses the edges that repair an HNSW layer after node p is deleted from it.
 
@@ -108,6 +117,29 @@ _SPATCH_RANDOM_BODY = _CLIQUE + """    # Randomised SPatch: each node samples pa
     return out
 """
 
+_ROBUST_BODY = """    # FreshDiskANN-style repair (RobustPrune, alpha = 1.2): every node that lost its edge to p
+    # takes p's out-neighbours, closest first, unless a node it already keeps (or links to) is
+    # alpha times closer to the candidate.
+    alpha = 1.2
+    k = len(d_p)
+    out = []
+    for i in range(k):
+        if not is_in[i] or free[i] <= 0:
+            out.append([])
+            continue
+        kept = [m for m in range(k) if linked[i, m]]
+        add = []
+        for j in sorted((j for j in range(k) if is_out[j] and j != i and not linked[i, j]), key=lambda j: D[i, j]):
+            if len(add) >= int(free[i]):
+                break
+            if any(alpha * D[m, j] <= D[i, j] for m in kept):
+                continue
+            add.append(j)
+            kept.append(j)
+        out.append(add)
+    return out
+"""
+
 _TEMPLATE = FunctionTemplate(name="repair", signature=_SIGNATURE, docstring=_DOCSTRING,
                              baseline_body=_RECONNECT_BODY)
 
@@ -135,8 +167,7 @@ _SPECS = {
 
 @lru_cache(maxsize=None)
 def _built(n: int, dim: int, M: int, efc: int, seed: int) -> tuple[np.ndarray, np.ndarray, HNSW]:
-    X = clustered_data(n, dim, seed)
-    Q = clustered_data(100, dim, seed + 1000)
+    X, Q = data_and_queries(n, dim, seed)  # 100 held-out points of the same clusters as the queries
     return X, Q, build(X, M=M, ef_construction=efc, seed=seed)
 
 
@@ -184,23 +215,31 @@ class HNSWDelete(Evaluator):
         "seeing only p's former neighbours (their distances to p and to each other, who linked to "
         "p, who p linked to, free slots under the degree cap), chooses which new edges to add. "
         "After 10-50 % of the points are deleted the index must still find the 10 nearest "
-        "surviving neighbours of query points with a small search beam (ef = 10): maximise "
-        "recall@10. The paper's rule views search as a random walk and replaces p by the star-mesh "
-        "clique on its neighbours (weights w_i w_j / sum w, w_i = exp(-d_p[i]^2/h^2)), keeping the heaviest edges."
+        "surviving neighbours of held-out query points drawn from the data's distribution: maximise "
+        f"recall@10 when every query may evaluate at most {BUDGET} distances (beam ef = {BUDGET_EF}), "
+        "so that recall and search cost are scored together. Baselines: naive reconnection, a "
+        "FreshDiskANN-style RobustPrune repair, and our HNSW-level reading of the random-walk "
+        "deletion of Mishra et al. (ICLR 2026): p is replaced by the star-mesh clique on its neighbours "
+        "with weights w_i w_j / sum w, w_i = exp(-d_p[i]^2/h^2) (our choice of weights and of h, not the "
+        "paper's; they ignore the query and the neighbours' pairwise distances), keeping the heaviest edges."
     )
     direction = "maximize"
-    primary_metric = "recall"
+    primary_metric = "budget_recall"
     template = _TEMPLATE
     instance_sets = ("train", "test")
     limits = Limits(timeout_s=120.0, cpu_s=180, memory_mb=4096)
     baselines = {"local_reconnect": _source(_RECONNECT_BODY), "no_patch": _source(_NO_PATCH_BODY),
-                 "spatch": _source(_SPATCH_BODY), "spatch_random": _source(_SPATCH_RANDOM_BODY)}
-    # Measured in-process by tests/evaluators/test_hnsw_delete.py (train) and its slow test (test).
+                 "spatch": _source(_SPATCH_BODY), "spatch_random": _source(_SPATCH_RANDOM_BODY),
+                 "robust_prune": _source(_ROBUST_BODY)}
+    # Measured in-process, pinned (scripts/test.sh's numeric pins), by tests/evaluators/test_hnsw_delete.py
+    # (train) and its slow test (test); queries held out from the data's clusters, BUDGET = 60, BUDGET_EF = 20.
     reference_figures = {
-        "local_reconnect": {"train": {"recall": 0.887, "edges": 6747.0}, "test": {"recall": 0.7525, "edges": 7466.0}},
-        "no_patch": {"train": {"recall": 0.693, "edges": 3140.0}, "test": {"recall": 0.594, "edges": 4056.0}},
-        "spatch": {"train": {"recall": 0.864, "edges": 6827.0}, "test": {"recall": 0.7505, "edges": 7560.5}},
-        "spatch_random": {"train": {"recall": 0.862, "edges": 6829.0}, "test": {"recall": 0.7655, "edges": 7560.5}},
+        "local_reconnect": {"train": {"budget_recall": 0.95, "edges": 6736.0},
+                            "test": {"budget_recall": 0.8835, "edges": 7514.5}},
+        "no_patch": {"train": {"budget_recall": 0.893, "edges": 3144.0}, "test": {"budget_recall": 0.913, "edges": 4180.0}},
+        "spatch": {"train": {"budget_recall": 0.945, "edges": 6809.0}, "test": {"budget_recall": 0.909, "edges": 7583.0}},
+        "spatch_random": {"train": {"budget_recall": 0.93, "edges": 6809.0}, "test": {"budget_recall": 0.8925, "edges": 7583.5}},
+        "robust_prune": {"train": {"budget_recall": 0.955, "edges": 6190.0}, "test": {"budget_recall": 0.927, "edges": 7185.0}},
     }
     slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("nearest neighbour search", "hnsw", "graph", "deletion")
@@ -249,7 +288,9 @@ class HNSWDelete(Evaluator):
                                      f"{sorted(claimed)[:5]}")
         truth = brute_force_knn(instance.X, index.live(), instance.Q, K)
         found, dists, _ = query(index, instance.Q, K, EF)
-        return {"recall": recall_at_k(found, truth), "dist_evals": float(dists),
+        budgeted, spent, _ = query(index, instance.Q, K, BUDGET_EF, BUDGET)
+        return {"budget_recall": recall_at_k(budgeted, truth), "budget_dist_evals": float(spent),
+                "recall": recall_at_k(found, truth), "dist_evals": float(dists),
                 "edges": float(index.n_edges()), "added_edges": float(added)}
 
 

@@ -1,9 +1,12 @@
-"""Evolving the weight update of a primal-dual IRLS for ℓp regression ``min ||x||_p s.t. Ax = b``.
+"""Evolving the weight update of a damped IRLS (ours) for ℓp regression ``min ||x||_p s.t. Ax = b``.
 
-The algorithm is :func:`hifo.problems.lp_regression.primal_dual_irls`: every iteration is one
+The algorithm is :func:`hifo.problems.lp_regression.damped_irls`: every iteration is one
 weighted least-squares solve ``x = argmin sum r_i x_i^2 s.t. Ax = b``; the candidate
 ``update(r, x, p, iteration)`` proposes the next positive weights from the current weights and
-solution only (it never sees ``A`` or ``b`` and cannot solve anything); the algorithm projects them
+solution and two scalars of the solve, the energy ``E = sum r_i x_i^2 = b^T y`` and the dual
+certificate ``b^T y / ||A^T y||_q`` (``A^T y = r * x``, so both follow from ``r`` and ``x``; ``y`` itself
+is not shown: across iterations it would reveal ``A``). It never sees ``A`` or ``b`` and cannot
+solve anything; the algorithm projects them
 onto the dual ball (``||r||_{p/(p-2)} <= 1``, or ``||1/r||_{p/(2-p)} <= 1`` for ``p < 2``) and pads
 them, so the dual invariant holds whatever the rule returns.
 
@@ -29,7 +32,7 @@ import numpy as np
 
 from hifo.evaluators._data import load_refs
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
-from hifo.problems.lp_regression import lp_norm, normalise, primal_dual_irls, random_instance, reference_optimum, \
+from hifo.problems.lp_regression import lp_norm, normalise, damped_irls, random_instance, reference_optimum, \
     weighted_solve
 
 EPS, MAX_SOLVES, DELTA = 1e-6, 40, 1e-6
@@ -52,9 +55,12 @@ so only their direction matters.
 
 Args:
     r: (n,) the positive weights used in this iteration's solve.
-    x: (n,) this iteration's solution.
+    x: (n,) this iteration's solution (the residual of the problem min ||x||_p, Ax = b).
     p: the norm, p > 1 and p != 2.
     iteration: 0, 1, 2, ...
+    energy: sum_i r_i x_i^2 = b^T y, y the dual solution of the solve (r * x = A^T y).
+    lower: the dual certificate b^T y / ||A^T y||_q <= OPT (q = p / (p - 1)); ||x||_p / lower - 1
+        bounds the current gap.
 
 Return:
     (n,) finite, strictly positive weights for the next solve.
@@ -62,7 +68,8 @@ Return:
 
 _TEMPLATE = FunctionTemplate(
     name="update",
-    signature="def update(r: np.ndarray, x: np.ndarray, p: float, iteration: int) -> np.ndarray:",
+    signature=("def update(r: np.ndarray, x: np.ndarray, p: float, iteration: int, energy: float, "
+               "lower: float) -> np.ndarray:"),
     docstring=_DOCSTRING,
     baseline_body=("    # Damped multiplicative update towards |x|^(p-2), step 1/(p-1).\n"
                    "    eta = min(1.0, 1.0 / (p - 1))\n"
@@ -105,7 +112,7 @@ def make_refs() -> dict[str, float]:
         for d, n, p, seed in specs:
             A, b = random_instance(d, n, seed)
             opt = reference_optimum(A, b, p)[0]
-            out[_key(d, n, p, seed)] = min(opt, min(primal_dual_irls(A, b, p, iterations=200).value))
+            out[_key(d, n, p, seed)] = min(opt, min(damped_irls(A, b, p, iterations=200).value))
     return out
 
 
@@ -132,9 +139,10 @@ class LpIRLS(Evaluator):
 
     name = "lp_irls"
     description = (
-        "Iteratively reweighted least squares for l_p regression (minimise ||x||_p subject to Ax = b, "
+        "Damped iteratively reweighted least squares (ours, not a published algorithm) for l_p regression "
+        "(minimise ||x||_p subject to Ax = b, "
         "p in {1.5, 3, 4, 8}). Each iteration solves one weighted least-squares problem with weights r; "
-        "design the rule that turns the current weights r and solution x into the next weights so "
+        "design the rule that turns the current weights r, solution x, energy and dual lower bound into the next weights so "
         "that ||x||_p reaches (1 + 1e-6) times the optimum in as few linear-system solves as possible "
         f"(budget {MAX_SOLVES}). Classic IRLS (r = |x|^(p-2)) oscillates for large p; the weights are "
         "rescaled onto a norm ball, so only their direction matters."
@@ -165,14 +173,16 @@ class LpIRLS(Evaluator):
         def rule(r: np.ndarray, x: np.ndarray, p: float, it: int) -> np.ndarray:
             if lp_norm(x, p) <= (1 + EPS) * instance.opt:
                 raise _TargetMet  # solved: the slot is not called again (each call shows it a vector of A's row space)
-            out = np.asarray(heuristic(r, x, p, it), dtype=float)
+            energy = float(np.sum(r * x * x))
+            lower = energy / max(lp_norm(r * x, p / (p - 1)), 1e-300)
+            out = np.asarray(heuristic(r, x, p, it, energy, lower), dtype=float)
             if out.shape != r.shape:
                 raise ValueError(f"update returned shape {out.shape}, expected {r.shape}")
             proposed.append(out.tolist())
             return out
 
         try:
-            primal_dual_irls(instance.A, instance.b, instance.p, rule=rule, iterations=MAX_SOLVES, delta=DELTA)
+            damped_irls(instance.A, instance.b, instance.p, rule=rule, iterations=MAX_SOLVES, delta=DELTA)
         except _TargetMet:
             pass
         return {"weights": proposed[: MAX_SOLVES - 1]}

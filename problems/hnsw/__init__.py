@@ -20,6 +20,7 @@ from hifo.problems.hnsw._experiment import (
     build,
     clustered_data,
     deletion_order,
+    data_and_queries,
     query,
     recall_at_k,
     run_deletion,
@@ -33,6 +34,7 @@ from hifo.problems.hnsw._repair import (
     local_reconnect,
     local_view,
     no_patch,
+    robust_prune,
     spatch_deterministic,
     spatch_random,
 )
@@ -41,6 +43,6 @@ from hifo.problems.hnsw._walks import hitting_times, random_weighted_graph, samp
 __all__ = [
     "HNSW", "METHODS", "RULES", "apply_additions", "brute_force_knn", "build", "check_additions",
     "clique_weights", "clustered_data", "deletion_order", "hitting_times", "local_reconnect",
-    "local_view", "no_patch", "query", "random_weighted_graph", "recall_at_k", "run_deletion",
+    "local_view", "no_patch", "query", "random_weighted_graph", "recall_at_k", "robust_prune", "data_and_queries", "run_deletion",
     "sampled_star_mesh", "spatch_deterministic", "spatch_random", "star_mesh",
 ]

@@ -79,9 +79,11 @@ class HNSW:
 
     # ---- search -----------------------------------------------------------------------
     def search_layer(self, q: np.ndarray, entry: list[tuple[float, int]], ef: int, layer: int,
-                     skip_tombstones: bool = False) -> list[tuple[float, int]]:
+                     skip_tombstones: bool = False, stop_at: int | None = None) -> list[tuple[float, int]]:
         """The paper's Algorithm 2: the ``ef`` closest nodes found, as sorted (dist, id).
-        With ``skip_tombstones`` tombstoned nodes route the search but are not returned."""
+        With ``skip_tombstones`` tombstoned nodes route the search but are not returned. With
+        ``stop_at`` the search ends once ``dist_count`` reaches it (a distance-evaluation budget:
+        the last expansion is cut to the evaluations left)."""
         visited = {i for _, i in entry}
         cand = list(entry)
         heapq.heapify(cand)
@@ -93,7 +95,11 @@ class HNSW:
             if len(res) >= ef and d > -res[0][0]:
                 break
             nbrs = [v for v in links.get(c, ()) if v not in visited]
+            if stop_at is not None:
+                nbrs = nbrs[: max(stop_at - self.dist_count, 0)]
             if not nbrs:
+                if stop_at is not None and self.dist_count >= stop_at:
+                    break
                 continue
             visited.update(nbrs)
             for dv, v in zip(self.dist(q, nbrs).tolist(), nbrs):
@@ -106,21 +112,23 @@ class HNSW:
                         heapq.heappop(res)
         return sorted((-d, i) for d, i in res)
 
-    def _descend(self, q: np.ndarray, down_to: int) -> list[tuple[float, int]]:
+    def _descend(self, q: np.ndarray, down_to: int, stop_at: int | None = None) -> list[tuple[float, int]]:
         entry = self.entry
         assert entry is not None  # callers check the index is not empty
         ep = [(float(self.dist(q, [entry])[0]), entry)]
         for layer in range(self.level[entry], down_to, -1):
-            ep = self.search_layer(q, ep, 1, layer)[:1]
+            ep = self.search_layer(q, ep, 1, layer, stop_at=stop_at)[:1]
         return ep
 
-    def search(self, q: np.ndarray, k: int, ef: int) -> list[int]:
-        """Ids of (about) the ``k`` nearest live nodes to ``q``."""
+    def search(self, q: np.ndarray, k: int, ef: int, budget: int | None = None) -> list[int]:
+        """Ids of (about) the ``k`` nearest live nodes to ``q``; with ``budget``, at most that many
+        distance evaluations for this query (upper layers included)."""
         if self.entry is None:
             return []
         q = np.asarray(q, dtype=np.float64)
-        ep = self._descend(q, 0)
-        found = self.search_layer(q, ep, max(ef, k), 0, skip_tombstones=bool(self.tombstones))
+        stop_at = None if budget is None else self.dist_count + int(budget)
+        ep = self._descend(q, 0, stop_at)
+        found = self.search_layer(q, ep, max(ef, k), 0, skip_tombstones=bool(self.tombstones), stop_at=stop_at)
         return [i for _, i in found[:k]]
 
     # ---- insert -----------------------------------------------------------------------
@@ -180,6 +188,9 @@ class HNSW:
         if rule == "tombstone":
             self.tombstones.add(p)
             return []
+        if rule == "reinsert":
+            self._reinsert_neighbours(p)
+            return []
         decisions = []
         for layer in range(self.level[p], -1, -1):
             applied = self.delete_layer(p, layer, lambda view, ids: rule(**_copied(view)) if callable(rule) else None,
@@ -196,6 +207,30 @@ class HNSW:
         view, ids = local_view(self, p, layer, seed)
         self._unlink(p, layer)
         return apply_additions(self, layer, ids, view["free"], decide(view, ids))
+
+    def _reinsert_neighbours(self, p: int) -> None:
+        """Re-insertion repair (a non-local baseline; needs the index, so no slot rule can do it): at
+        every layer, every node that linked to ``p`` searches for itself as an insertion would
+        (``search_layer`` from its current and ``p``'s neighbours, ``ef_construction``) and fills its
+        free slots with the selection heuristic's picks among the nodes found (its existing edges
+        are kept, so no node loses an in-edge). Its distance evaluations count in ``dist_count``."""
+        for layer in range(self.level[p], -1, -1):
+            ins = sorted(self.rev[layer].get(p, set()))
+            out = list(self.links[layer].get(p, []))
+            self._unlink(p, layer)
+            for u in ins:
+                seeds = sorted((set(self.links[layer][u]) | set(out)) - {u, p})
+                if not seeds:
+                    continue
+                x = self.X[u]
+                entry = list(zip(self.dist(x, seeds).tolist(), seeds))
+                have = list(self.links[layer][u])
+                W = [(d, v) for d, v in self.search_layer(x, entry, self.ef_construction, layer)
+                     if v != u and v not in have]
+                room = self.max_degree(layer) - len(have)
+                if room > 0 and W:
+                    self._set_links(layer, u, have + self.select_heuristic(x, W, room))
+        self.finish_delete(p)
 
     def finish_delete(self, p: int) -> None:
         """Mark ``p`` removed once every layer is unlinked; move the entry point if needed."""

@@ -17,6 +17,9 @@ beyond a node's free slots are dropped. Rules here:
 * :func:`no_patch` — nothing (the hole stays);
 * :func:`local_reconnect` — the naive repair: each in-neighbour of ``p`` takes ``p``'s
   out-neighbours, closest to itself first;
+* :func:`robust_prune` — FreshDiskANN-style repair: the in-neighbours take ``p``'s out-neighbours
+  through the alpha-pruning of ``RobustPrune`` (the strongest non-local baseline the slot's local
+  view allows);
 * :func:`spatch_deterministic` / :func:`spatch_random` — the random-walk deletion of Mishra,
   Naamad, Wagner & Zhang (ICLR 2026, arXiv 2512.18060): the star-mesh transform replaces ``p`` by
   a clique on ``N`` with weights ``w_i w_j / sum(w)`` (``w_i = exp(-d_p[i]^2 / h^2)``, the
@@ -168,5 +171,31 @@ def spatch_random(d_p, D, is_in, is_out, linked, free, max_degree, seed):  # noq
     return out
 
 
+def robust_prune(d_p, D, is_in, is_out, linked, free, max_degree, seed, alpha: float = 1.2):  # noqa: ANN001
+    """FreshDiskANN's delete consolidation (Singh et al. 2021, Algorithm 4) cut to the local view:
+    every in-neighbour ``i`` of ``p`` takes ``p``'s out-neighbours as candidates and keeps them by
+    ``RobustPrune`` (closest first; a candidate ``j`` is dropped when a node ``m`` already kept, or
+    already linked from ``i`` inside ``N``, has ``alpha * D[m, j] <= D[i, j]``). Departure: FreshDiskANN
+    re-prunes ``i``'s whole list (its links outside ``N`` included) and may drop edges; here only the
+    free slots are filled and only ``N`` is visible."""
+    k = len(d_p)
+    out: list[list[int]] = []
+    for i in range(k):
+        if not is_in[i] or free[i] <= 0:
+            out.append([])
+            continue
+        kept = [m for m in range(k) if linked[i, m]]
+        add: list[int] = []
+        for j in sorted((j for j in range(k) if is_out[j] and j != i and not linked[i, j]), key=lambda j: D[i, j]):
+            if len(add) >= int(free[i]):
+                break
+            if any(alpha * D[m, j] <= D[i, j] for m in kept):
+                continue
+            add.append(j)
+            kept.append(j)
+        out.append(add)
+    return out
+
+
 RULES = {"no_patch": no_patch, "local_reconnect": local_reconnect,
-         "spatch": spatch_deterministic, "spatch_random": spatch_random}
+         "spatch": spatch_deterministic, "spatch_random": spatch_random, "robust_prune": robust_prune}

@@ -1,10 +1,11 @@
-"""ℓp regression ``min ||x||_p s.t. Ax = b`` by IRLS: a primal-dual IRLS, Adil–Peng–Sachdeva's
+"""ℓp regression ``min ||x||_p s.t. Ax = b`` by IRLS: our damped IRLS, Adil–Peng–Sachdeva's
 p-IRLS, and a scipy reference optimum.
 
 Every method counts its linear-system solves (the cost measure of both papers).
 
-**Primal-dual IRLS** (:func:`primal_dual_irls`). One solve per iteration: for positive weights
-``r``, ``x(r) = argmin sum r_i x_i^2 s.t. Ax = b = R^-1 A^T y`` with ``y = (A R^-1 A^T)^-1 b``, and
+**Damped IRLS** (:func:`damped_irls`; ours — named "primal-dual IRLS" before issue 29). One solve per
+iteration: for positive weights ``r``, ``x(r) = argmin sum r_i x_i^2 s.t. Ax = b = R^-1 A^T y``
+with ``y = (A R^-1 A^T)^-1 b``, and
 ``E(r) = b^T y = sum r_i x_i^2``. The dual variables are the weights, kept on a norm ball:
 
 * ``p > 2``: ``||r||_s <= 1`` with ``s = p/(p-2)``. By Hölder ``E(r) <= sum r_i x*_i^2 <=
@@ -21,10 +22,12 @@ rule is the damped multiplicative update ``r <- r^(1-eta) (|x|^(p-2))^eta`` with
 ``eta = min(1, 1/(p-1))`` (``eta = 1`` is classic IRLS). Every iteration also yields the dual certificate ``b^T y /
 ||A^T y||_q <= OPT``.
 
-**Departure from the paper** (Ene, Nguyen & Vladu, "Improved ℓp regression via iteratively
-reweighted least squares", arXiv 2510.01729): the paper's exact multiplicative rule and step sizes
-were not available to us; this is our primal-dual IRLS in its framework (weights as dual
-variables, an invariant on the dual objective), not a transcription.
+**Not the paper's algorithm** (Ene, Nguyen & Vladu, "Improved ℓp regression via iteratively
+reweighted least squares", arXiv 2510.01729): the paper's multiplicative rule, step sizes and
+refinement loop could not be recovered from the sources we could read (abstract, introduction,
+summaries), so this is a *damped classic IRLS* plus a projection of the weights onto the norm ball.
+The Hölder bound above holds for **any** weights on that ball, so it certifies the projection, not
+the update; at p = 1.5 the step is 1 and the method *is* classic IRLS.
 
 **p-IRLS** (:func:`p_irls`), Adil, Peng & Sachdeva (NeurIPS 2019), following their released
 MATLAB code (github.com/fast-algos/pIRLS, unconstrained branch) on the null-space form
@@ -106,7 +109,7 @@ def damped_update(r: np.ndarray, x: np.ndarray, p: float, iteration: int, eta: f
     return r ** (1 - eta) * target ** eta
 
 
-def primal_dual_irls(A: np.ndarray, b: np.ndarray, p: float, rule: Callable[..., Any] = damped_update,
+def damped_irls(A: np.ndarray, b: np.ndarray, p: float, rule: Callable[..., Any] = damped_update,
                      iterations: int = 60, delta: float = 1e-6, check: Callable[..., None] | None = None) -> Trace:
     """Run ``iterations`` weighted solves; ``rule(r, x, p, iteration)`` proposes the next weights.
     ``check(r, x, energy)`` (tests) is called after every solve."""

@@ -114,11 +114,11 @@ def _shared_data_instances(name: str) -> list:
 
         return [FLInstance(f"{a}/30pct/seed0", a, 0.3, 0) for a in ("sign_flip", "alie", "ipm", "label_flip")]
     from hifo.evaluators.lp_irls import LpInstance, _key
-    from hifo.problems.lp_regression import primal_dual_irls, random_instance, reference_optimum
+    from hifo.problems.lp_regression import damped_irls, random_instance, reference_optimum
 
     A, b = random_instance(30, 120, 100)
     return [LpInstance(_key(30, 120, p, 100), A, b, p,
-                       min(reference_optimum(A, b, p)[0], min(primal_dual_irls(A, b, p, iterations=200).value)))
+                       min(reference_optimum(A, b, p)[0], min(damped_irls(A, b, p, iterations=200).value)))
             for p in (1.5, 3.0, 4.0, 8.0)]
 
 

@@ -33,6 +33,20 @@ def test_reference_figures_train(ev, name):
         assert agg[metric] == pytest.approx(value, abs=1e-6), (name, metric)
 
 
+def test_fitness_averages_data_and_initialisation_seeds(ev):
+    inst = ev.load_instances("train")
+    assert len({i.seed for i in inst}) >= 2 and len({i.init for i in inst}) >= 3
+    assert set(ev.seed_noise) == set(ev.baselines)
+
+
+def test_stateful_reference_reproduces(ev):
+    from hifo.evaluators.tbptt_burnin import stateful_figures
+
+    got = stateful_figures("train")
+    for metric, value in ev.stateful_reference["train"].items():
+        assert got[metric] == pytest.approx(value, abs=1e-6), metric
+
+
 @pytest.mark.parametrize("bad", [{}, {"burn_ins": [0] * (EPOCHS - 1)}, {"burn_ins": [32] * EPOCHS},
                                  {"burn_ins": [1.5] * EPOCHS}, {"burn_ins": [True] * EPOCHS}])
 def test_bad_schedules_are_infeasible(ev, bad):

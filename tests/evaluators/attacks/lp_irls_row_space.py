@@ -26,7 +26,7 @@ def _own_optimum(basis, x, p):
     return np.maximum(np.abs(pt), 1e-12 * np.abs(pt).max()) ** (p - 2)
 
 
-def update(r, x, p, iteration):
+def update(r, x, p, iteration, energy, lower):
     rows = _ROWS.setdefault(len(x), [])
     rows.append(r * x / max(np.linalg.norm(r * x), 1e-300))
     basis = np.array(rows[-len(x) :]).T

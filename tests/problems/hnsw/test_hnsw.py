@@ -142,3 +142,35 @@ def test_randomised_deletion_preserves_the_walk_in_expectation():
     ht_exact = hitting_times(exact, 0)
     ht_mean = np.mean([hitting_times(S, 0) for S in samples[:2000]], axis=0)
     assert np.allclose(ht_mean, ht_exact, rtol=0.1)
+
+
+def test_reinsert_and_robust_prune_repairs_keep_the_graph_valid_and_beat_no_patch(data):
+    """The non-local re-insertion repair and the FreshDiskANN-style rule (issue 29): the deleted nodes
+    leave every list, degree caps hold, and both keep more recall than leaving the holes."""
+    import copy
+
+    from hifo.problems.hnsw import deletion_order, query, run_deletion
+
+    X, Q, base = data
+    for method in ("reinsert", "robust_prune"):
+        index = copy.deepcopy(base)
+        order = deletion_order(len(X), 0.4, 3)
+        for p in order:
+            index.delete(p, method if method == "reinsert" else RULES[method])
+        gone = set(order)
+        for layer, links in enumerate(index.links):
+            for u, lst in links.items():
+                assert u not in gone and not gone & set(lst)
+                assert len(lst) <= index.max_degree(layer) and u not in lst and len(set(lst)) == len(lst)
+        truth = brute_force_knn(X, index.live(), Q, 10)
+        assert recall_at_k(query(index, Q, 10, 10)[0], truth) > run_deletion(base, X, Q, 0.4, "no_patch", ef=10,
+                                                                              seed=3)["recall"]
+
+
+def test_a_budget_caps_distance_evaluations(data):
+    from hifo.problems.hnsw import query
+
+    X, Q, index = data
+    _, spent, _ = query(index, Q, 10, 64, budget=30)
+    assert spent <= 30
+    assert query(index, Q, 10, 64)[1] > 30

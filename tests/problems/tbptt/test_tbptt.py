@@ -44,3 +44,22 @@ def test_a_schedule_replays_exactly(data):
 def test_burn_in_must_be_an_int_inside_the_window(data, bad):
     with pytest.raises(ValueError):
         train_tbptt(data, burn_ins=[bad], **dict(KW, epochs=1))
+
+
+def test_lstm_cell_and_stateful_training_carry_state(data):
+    """The LSTM cell runs (the official code's cell), and carried-state training does carry the state:
+    the same model run on a record in two halves, the second from the first's final state, equals one run."""
+    from hifo.problems.tbptt import GRUModel, train_stateful
+
+    torch.manual_seed(0)
+    model = GRUModel(8, "lstm")
+    u = torch.from_numpy(data[0][:64])[None]
+    whole = model(u)
+    first, state = model(u[:, :32], return_state=True)
+    second = model(u[:, 32:], state)
+    assert torch.allclose(torch.cat([first, second], 1), whole, atol=1e-6)
+    with pytest.raises(ValueError):
+        GRUModel(8, "rnn")
+    run = train_stateful(data, **dict(KW, epochs=2, cell="lstm"))
+    assert np.isfinite(run.test_rmse) and len(run.epoch_losses) == 2
+    assert train_stateful(data, **dict(KW, epochs=2, cell="lstm")).test_rmse == run.test_rmse  # deterministic
