@@ -10,7 +10,7 @@ whole record (one sequence per step). Every method takes the same number of Adam
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -101,7 +101,7 @@ def train_stateful(data: tuple[np.ndarray, ...], *, window: int, epochs: int = 2
     rng = np.random.default_rng(seed + 1)
     U, Y = torch.from_numpy(u_tr), torch.from_numpy(y_tr)
     pos = rng.integers(0, len(u_tr) - window, batch)
-    state: object = None
+    state: Any = None  # an LSTM (h, c) tuple or a GRU tensor
     losses: list[float] = []
     for _ in range(epochs):
         total = 0.0
