@@ -21,6 +21,7 @@ import re
 from types import SimpleNamespace
 from typing import Any
 
+from hifo.agents.call_seeds import runtime_repair_seed
 from hifo.agents.llm.base import BudgetExceeded, LLMError
 from hifo.agents.prompting import CHAT_STOP, COMPLETION_STOP
 from hifo.agents.repair_loop import Parsed, parse_reply, repair_messages
@@ -77,8 +78,7 @@ def feed_back_runtime_errors(nodes: Any, state: RunState) -> tuple[int, str | No
         pr = rendered_from_prompt(p["messages"], nodes.style, entry)
         failing = Parsed(code=None, error=f"it runs but fails: {c.error}", raw=c.code)
         messages = repair_messages(nodes.style, pr.messages, p["reply"], failing, entry, pr.prefix)
-        digits = re.findall(r"\d+", c.id)
-        seed = nodes.cfg.seed * 100_003 + gen * 1_009 + (int(digits[-1]) if digits else 0) + 700_001
+        seed = runtime_repair_seed(nodes.cfg.seed, c.id)
         try:
             rep = nodes._call(messages, seed, pr.stop)
         except BudgetExceeded as exc:

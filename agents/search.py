@@ -18,6 +18,7 @@ import numpy as np
 
 from hifo.agents import hyper
 from hifo.agents.llm.base import ModelUnavailable
+from hifo.agents.call_seeds import call_seed
 from hifo.agents.code import check_source, find_constants, normalized_hash
 from hifo.agents.foresight import decide, without_foresight
 from hifo.agents.llm.base import BudgetExceeded, LLMError
@@ -211,7 +212,7 @@ class SearchNodes(DistillNode, SelectNode):
         workers = 1 if one_at_a_time else min(8, max(1, len(prompts)))
         pool = ThreadPoolExecutor(max_workers=workers)
         try:
-            futs = {pool.submit(self._call, pr.messages, self.cfg.seed * 100_003 + gen * 1_009 + i, pr.stop): i
+            futs = {pool.submit(self._call, pr.messages, call_seed(self.cfg.seed, gen, i), pr.stop): i
                     for i, pr in enumerate(prompts)}
             for f in as_completed(futs, timeout=self.wall_left()):
                 try:
@@ -264,7 +265,7 @@ class SearchNodes(DistillNode, SelectNode):
         for k in range(1, self.cfg.novelty_redraws + 1):
             temp = min(max(self.cfg.temperature, 0.2) + 0.2 * k, 1.2)
             try:
-                rep = self._call(pr.messages, self.cfg.seed * 100_003 + gen * 1_009 + i + 700_001 * k, pr.stop, temp)
+                rep = self._call(pr.messages, call_seed(self.cfg.seed, gen, i, "redraw", k), pr.stop, temp)
             except BudgetExceeded as exc:
                 return 0, _stop_reason(exc)
             except LLMError as exc:
@@ -329,7 +330,7 @@ class SearchNodes(DistillNode, SelectNode):
         gen = common["generation"]
         messages = repair_messages(self.style, pr.messages, text, parsed, self.ev.template.name, pr.prefix)
         try:
-            rep = self._call(messages, self.cfg.seed * 100_003 + gen * 1_009 + i + 500_009, pr.stop)
+            rep = self._call(messages, call_seed(self.cfg.seed, gen, i, "repair"), pr.stop)
         except BudgetExceeded as exc:
             return _stop_reason(exc)
         except LLMError as exc:
