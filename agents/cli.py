@@ -279,16 +279,9 @@ def show(run: Path = typer.Argument(...), top: int = typer.Option(5, "--top"),
 @app.command()
 def problems(as_json: bool = typer.Option(False, "--json")) -> None:
     """List the registered evaluators (entry point group ``hifo.evaluators``)."""
-    from hifo.evaluators.registry import get_evaluator, list_evaluators
+    from hifo.evaluators.registry import evaluator_infos
 
-    rows = []
-    for name, target in sorted(list_evaluators().items()):
-        try:
-            info = get_evaluator(name).info()
-            info["target"] = target
-        except Exception as exc:  # a broken plug-in must not hide the others
-            info = {"name": name, "target": target, "error": f"{type(exc).__name__}: {exc}"}
-        rows.append(info)
+    rows = evaluator_infos()  # cached per source state: under a second after the first listing
     if as_json:
         print(json.dumps(rows, indent=2))
         return

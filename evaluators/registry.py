@@ -148,3 +148,79 @@ def plugin_sys_path(evaluator_cls: type) -> tuple[str, ...]:
     if top == "hifo" or any(root.startswith(p + os.sep) for p in prefixes) or root == hifo_root:
         return ()
     return (root,)
+
+
+def _source_stamp(targets: dict[str, str]) -> str:
+    """A hash of what the evaluators' ``info()`` can depend on: the Python version, the registered targets
+    and the size and modification time of every ``.py`` file in the packages they come from (for the
+    built-ins all of ``hifo``'s folders). Any edit, install or new plug-in gives a new stamp."""
+    import hashlib
+    import importlib.util
+
+    h = hashlib.sha256(f"{sys.version}\0{sorted(targets.items())}".encode())
+    roots: set[str] = set()
+    for target in targets.values():
+        top = target.partition(":")[0].split(".")[0]
+        if top == "hifo":
+            for pkg in ("agents", "evaluators", "problems", "sandbox", "knowledge_base"):
+                spec = importlib.util.find_spec(f"hifo.{pkg}")
+                if spec is not None and spec.submodule_search_locations:
+                    roots.update(spec.submodule_search_locations)
+            continue
+        spec = importlib.util.find_spec(top)
+        if spec is None:
+            h.update(f"missing {top}".encode())
+        elif spec.submodule_search_locations:
+            roots.update(spec.submodule_search_locations)
+        elif spec.origin:
+            st = os.stat(spec.origin)
+            h.update(f"{spec.origin}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    for root in sorted(roots):
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for f in sorted(filenames):
+                if f.endswith(".py"):
+                    st = os.stat(os.path.join(dirpath, f))
+                    h.update(f"{dirpath}/{f}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:20]
+
+
+def evaluator_infos(cache_dir: str | os.PathLike[str] | None = None) -> list[dict]:
+    """``info()`` of every registered evaluator (with its ``target``; a broken one gets ``error``
+    instead), sorted by name. Loading every evaluator imports torch and scipy (seconds), so the answer
+    is kept in ``$XDG_CACHE_HOME/hifo/problems-<stamp>.json``, keyed by :func:`_source_stamp`; a listing
+    with a broken evaluator is never kept. ``cache_dir=""`` switches the cache off."""
+    import json
+    from pathlib import Path
+
+    targets = list_evaluators()
+    if cache_dir is None:
+        cache_dir = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hifo"
+    path = Path(cache_dir) / f"problems-{_source_stamp(targets)}.json" if str(cache_dir) else None
+    if path is not None and path.is_file():
+        try:
+            rows = json.loads(path.read_text())
+            if isinstance(rows, list) and [r.get("name") for r in rows] == list(targets):
+                return rows
+        except (OSError, ValueError):
+            pass  # unreadable: computed again below and rewritten
+    rows = []
+    for name, target in targets.items():
+        try:
+            info = get_evaluator(name).info()
+            info["target"] = target
+        except Exception as exc:  # a broken plug-in must not hide the others
+            info = {"name": name, "target": target, "error": f"{type(exc).__name__}: {exc}"}
+        rows.append(info)
+    if path is not None and not any("error" in r for r in rows):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(json.dumps(rows))
+            os.replace(tmp, path)
+            for stale in path.parent.glob("problems-*.json"):  # listings of earlier sources
+                if stale != path:
+                    stale.unlink(missing_ok=True)
+        except OSError:
+            pass  # a read-only cache costs the next listing its seconds, nothing else
+    return rows
