@@ -71,6 +71,19 @@ def _open(kb: Path | None, *, create: bool = False) -> KnowledgeBase | None:
         _fail(str(exc))
 
 
+def _missing_store(kb: Path | None, as_json: bool) -> None:
+    """A read of a store that does not exist: a named ``--kb`` is an error (most often a typo), the
+    default store that no run has created yet reads as empty (and is not created)."""
+    if kb is not None:
+        _fail(f"knowledge base {_kb_path(kb)} does not exist (check the path; without --kb the default "
+              "store is read)")
+    if as_json:
+        _emit_json([])
+    else:
+        Console(highlight=False).print(f"No principles found (no knowledge base at {_kb_path(kb)} yet; "
+                                       "a run creates it).")
+
+
 def _open_or_create(kb: Path | None) -> KnowledgeBase:
     """Open the store, creating it when it does not exist."""
     store = _open(kb, create=True)
@@ -107,7 +120,7 @@ def list_command(
     """List principles, highest utility first."""
     store = _open(kb)
     if store is None:
-        _print_principles([], as_json, "")
+        _missing_store(kb, as_json)
         return
     with store:
         try:
@@ -193,7 +206,7 @@ def search_command(
     """Full-text search (stemmed, best match first)."""
     store = _open(kb)
     if store is None:
-        _print_principles([], as_json, "")
+        _missing_store(kb, as_json)
         return
     with store:
         found = store.search(query, limit, status=None if retired else "active", any_term=any_term)

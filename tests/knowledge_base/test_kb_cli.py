@@ -33,15 +33,23 @@ def invoke(runner, *args):
 
 def test_read_commands_on_a_missing_store_do_not_create_it(runner, tmp_path):
     path = tmp_path / "absent.sqlite"
-    result = invoke(runner, "list", "--kb", path)
-    assert result.exit_code == 0 and "No principles found." in result.output
-    result = invoke(runner, "list", "--kb", path, "--json")
-    assert result.exit_code == 0 and json.loads(result.stdout) == []
-    result = invoke(runner, "search", "bins", "--kb", path, "--json")
-    assert json.loads(result.stdout) == []
+    # a named store that does not exist is an error (issue 31: a typo read as "No principles found.", exit 0)
+    for args in (("list",), ("list", "--json"), ("search", "bins"), ("search", "bins", "--json")):
+        result = invoke(runner, *args, "--kb", path)
+        assert result.exit_code == 1 and f"knowledge base {path} does not exist" in result.output, args
     result = invoke(runner, "show", "p123", "--kb", path)
     assert result.exit_code == 1 and "unknown principle id" in result.output
     assert invoke(runner, "export", tmp_path / "x.json", "--kb", path).exit_code == 1
+    assert not path.exists()
+
+
+def test_the_default_store_not_yet_made_reads_as_empty(runner, tmp_path):
+    path = tmp_path / "default.sqlite"
+    env = {**WIDE, "HIFO_KB": str(path)}
+    result = runner.invoke(principles_app, ["list"], env=env)
+    assert result.exit_code == 0 and "No principles found" in result.output and str(path) in result.output
+    result = runner.invoke(principles_app, ["search", "bins", "--json"], env=env)
+    assert result.exit_code == 0 and json.loads(result.stdout) == []
     assert not path.exists()
 
 
