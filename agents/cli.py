@@ -70,7 +70,9 @@ def run(
     model: Optional[str] = typer.Option(None, "--model", "-m", help="local (Qwen2.5-Coder-1.5B) | local:gemma-270m | "
                                         "local:PATH.gguf | replay:PATH | openai/MODEL[@BASE_URL] | any litellm "
                                         "provider string (default $HIFO_MODEL or local)"),
-    generations: Optional[int] = typer.Option(None, "--generations", "-g", help="[default: 4]"),
+    generations: Optional[int] = typer.Option(
+        None, "--generations", "-g", help="evolved generations after generation 0 (the baselines and the "
+        "initial model samples), so N+1 in all; -g 0 runs generation 0 only [default: 4]"),
     population: Optional[int] = typer.Option(None, "--population", "-n", help="[default: 6]"),
     offspring: Optional[int] = typer.Option(None, "--offspring", help="[default: the population]"),
     max_evaluations: Optional[int] = typer.Option(None, "--max-evaluations"),
