@@ -224,9 +224,13 @@ def export_command(
     store = _open(kb)
     if store is None:
         _fail(f"knowledge base {_kb_path(kb)} does not exist; nothing to export")
+    folder = path.expanduser().parent
+    if not folder.is_dir():  # a typo in the folder is not a request to make it (issue 31)
+        store.close()
+        _fail(f"folder {folder} does not exist; create it first (mkdir -p {folder})")
     with store:
         try:
-            count = store.export_json(path)
+            count = store.export_json(path.expanduser())
         except OSError as exc:
             _fail(f"cannot write {path}: {exc}")
     if as_json:

@@ -149,3 +149,12 @@ def test_default_path_comes_from_the_environment(runner, tmp_path, monkeypatch):
     monkeypatch.setenv("HIFO_KB", str(path))
     assert runner.invoke(principles_app, ["add", "Keep numbers finite."]).exit_code == 0
     assert path.exists()
+
+
+def test_export_into_a_missing_folder_is_refused(runner, filled, tmp_path):
+    path, _, _ = filled
+    target = tmp_path / "no_such_dir" / "kb.json"
+    result = invoke(runner, "export", target, "--kb", path)
+    assert result.exit_code == 1 and f"folder {target.parent} does not exist" in result.output
+    assert not target.parent.exists()
+    assert invoke(runner, "export", tmp_path / "kb.json", "--kb", path).exit_code == 0
