@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import zlib
 
-LANE_WIDTH = 10_000_019  # > generation * 1_009 + index for every run of fewer than 9,900 generations
+LANE_WIDTH = 10_200_011  # > generation * 1_009 + index for every generation a run may reach (config: <= 10,000)
 MAX_PROMPTS = 1_009  # prompts per generation that keep distinct seeds
 MAX_REDRAWS = 10  # config.novelty_redraws is at most 10
 LANES = {"propose": 0, "repair": 1, **{f"redraw{k}": 1 + k for k in range(1, MAX_REDRAWS + 1)},
