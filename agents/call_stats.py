@@ -3,7 +3,8 @@
 Used by ``hifo show``, the run summary (``summary.json``) and the final lines of ``hifo run``:
 - calls, median seconds per call, and for the embedded model the seconds of prompt evaluation and of
   generation and the share of prompt tokens llama.cpp reused from the previous call (its prefix cache);
-- model-written candidates, how many were duplicates (not evaluated) and how many re-draws were asked;
+- model-written candidates, how many were duplicates (not evaluated; by code, or by behaviour on the probe
+  instances, agents/probe.py) and how many re-draws were asked;
 - over the whole run: valid, distinct (by objective), and better than the best baseline.
 """
 
@@ -22,7 +23,8 @@ def per_generation(store: Any) -> list[dict[str, Any]]:
     def row(g: int) -> dict[str, Any]:
         return rows.setdefault(g, {"generation": g, "calls": 0, "latencies": [], "prompt_eval_s": 0.0,
                                    "decode_s": 0.0, "prompt_tokens": 0, "prompt_evaluated_tokens": 0, "completion_tokens": 0,
-                                   "timed": 0, "candidates": 0, "duplicates": 0, "redraws": 0})
+                                   "timed": 0, "candidates": 0, "duplicates": 0, "behaviour_duplicates": 0,
+                                   "redraws": 0})
 
     for p in store.prompts():
         u, r = p["usage"] or {}, row(p["generation"])
@@ -43,6 +45,7 @@ def per_generation(store: Any) -> list[dict[str, Any]]:
         r = row(c.generation)
         r["candidates"] += 1
         r["duplicates"] += c.status == "duplicate"
+        r["behaviour_duplicates"] += is_behaviour_duplicate(c)
     out = []
     for g in sorted(rows):
         r = rows[g]
@@ -58,6 +61,11 @@ def per_generation(store: Any) -> list[dict[str, Any]]:
     return out
 
 
+def is_behaviour_duplicate(c: Any) -> bool:
+    """A duplicate found by the behaviour probe (agents/probe.py), not by its code."""
+    return c.status == "duplicate" and (c.error or "").startswith("duplicate: behaves like")
+
+
 def outcomes(store: Any, direction: str) -> dict[str, Any]:
     """Model-written candidates over the run: how many, valid, distinct objectives among the valid ones,
     and valid ones better than the best baseline (the baselines' own scores, same instances)."""
@@ -71,6 +79,7 @@ def outcomes(store: Any, direction: str) -> dict[str, Any]:
 
     return {"model_candidates": len(made), "valid": len(valid),
             "duplicates": sum(c.status == "duplicate" for c in made),
+            "behaviour_duplicates": sum(is_behaviour_duplicate(c) for c in made),
             "distinct_valid": len({round(c.objective, 6) for c in valid if c.objective is not None}),
             "better_than_baseline": sum(better(c.objective) for c in valid if c.objective is not None),
             "best_baseline": best_base}

@@ -194,7 +194,7 @@ def _print_summary(path: Path, summary: dict) -> None:
     if o:
         console.print(f"model-written candidates: {o['model_candidates']}, valid {o['valid']}, distinct valid "
                       f"(by objective) {o['distinct_valid']}, better than the best baseline {o['better_than_baseline']}"
-                      f", duplicates not evaluated {o['duplicates']}")
+                      f", duplicates not evaluated {o['duplicates']} ({o.get('behaviour_duplicates', 0)} by behaviour)")
     console.print(f"spend: {format_spend(spend(path))}")
     try:
         from hifo.agents.html_report import write_report

@@ -106,14 +106,14 @@ def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = Fal
         console.print(tt)
     if any(r["calls"] or r["candidates"] for r in data["model_calls"]):
         mc = Table("gen", "calls", "median s", "prompt eval s", "generate s", "prompt reused", "candidates",
-                   "duplicates", "re-draws", title="model calls (prompt eval / generate: the embedded model only)")
+                   "duplicates (by behaviour)", "re-draws", title="model calls (prompt eval / generate: the embedded model only)")
 
         def fmt(v: Any, pct: bool = False) -> str:
             return "-" if v is None else (f"{100 * v:.0f}%" if pct else str(v))
         for r in data["model_calls"]:
             mc.add_row(str(r["generation"]), str(r["calls"]), fmt(r["median_call_s"]), fmt(r["prompt_eval_s"]),
-                       fmt(r["decode_s"]), fmt(r["prompt_reuse"], True), str(r["candidates"]), str(r["duplicates"]),
-                       str(r["redraws"]))
+                       fmt(r["decode_s"]), fmt(r["prompt_reuse"], True), str(r["candidates"]),
+                       f"{r['duplicates']} ({r.get('behaviour_duplicates', 0)})", str(r["redraws"]))
         console.print(mc)
     if data["where_ran"]:
         w = Table("node", "isolation", "layers", "warm", "candidates", title="where candidates ran")

@@ -39,6 +39,9 @@ CREATE TABLE IF NOT EXISTS foresight (
 CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL, kind TEXT, data TEXT);
 CREATE TABLE IF NOT EXISTS markers (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS timings (generation INTEGER PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS behaviours (  -- agents/probe.py: behaviour fingerprint -> the first candidate with it
+    fingerprint TEXT PRIMARY KEY, cid TEXT NOT NULL, generation INTEGER NOT NULL
+);
 """
 
 
@@ -270,9 +273,20 @@ class RunStore:
         return self.db.execute("SELECT 1 FROM candidates WHERE code_hash=? AND status IN"
                                " ('pending','evaluated') LIMIT 1", (code_hash,)).fetchone() is not None
 
+    def behaviour_of(self, fingerprint: str) -> str | None:
+        """The candidate that first showed this behaviour fingerprint (agents/probe.py), if any."""
+        r = self.db.execute("SELECT cid FROM behaviours WHERE fingerprint=?", (fingerprint,)).fetchone()
+        return None if r is None else str(r[0])
+
+    def add_behaviour(self, fingerprint: str, cid: str, generation: int) -> None:
+        self.db.execute("INSERT OR IGNORE INTO behaviours (fingerprint, cid, generation) VALUES (?,?,?)",
+                        (fingerprint, cid, generation))
+
     def discard_proposals(self, generation: int) -> int:
         """Delete a generation's proposed batch (every candidate but the baselines), so that a batch
         half-written by a killed process is proposed again whole; returns how many rows went."""
+        self.db.execute("DELETE FROM behaviours WHERE generation=? AND cid NOT IN"
+                        " (SELECT id FROM candidates WHERE operator='baseline')", (generation,))
         return self.db.execute("DELETE FROM candidates WHERE generation=? AND operator!='baseline'",
                                (generation,)).rowcount
 

@@ -26,6 +26,7 @@ from hifo.agents.eoh_selection import choose_parents
 from hifo.agents.prompting import LLM_OPERATORS, N_PARENTS, render_operator
 from hifo.agents.distill import DISTILL_ERROR_CHARS, DistillNode, _view
 from hifo.agents.pipeline import EarlyEvaluations, GenerationClock
+from hifo.agents.probe import BehaviourProbe
 from hifo.agents.selection import SelectNode, _fit
 from hifo.agents.rundb import CandidateRow
 from hifo.agents.runtime import RunState, Runtime, WallTimeSpent, _stop_reason
@@ -46,7 +47,29 @@ class SearchNodes(DistillNode, SelectNode):
         self._clock: GenerationClock | None = None  # this generation's model / evaluation / wall times
         self._early: EarlyEvaluations | None = None  # evaluations started while the model still writes
         self._last_duplicate = False  # set by _add_parsed: the last parsed reply repeated an earlier candidate
-        self._n_duplicates = self._n_redraws = 0
+        self._n_duplicates = self._n_redraws = self._n_behaviour = 0
+        self._probe: BehaviourProbe | None | bool = False  # False: not built yet (agents/probe.py)
+
+    def probe(self) -> BehaviourProbe | None:
+        """The behaviour probe (None: off in the config, or the evaluator declares no probe instances)."""
+        if self._probe is False:
+            self._probe = (BehaviourProbe.for_evaluator(self.ev, self.rt.scorer.executor)
+                           if self.cfg.probe_novelty else None)
+        return self._probe if isinstance(self._probe, BehaviourProbe) else None
+
+    def _behaves_like(self, code: str, cid: str, generation: int) -> str | None:
+        """The earlier candidate that ``code`` behaves like on the probe (None: new, or no probe); a new
+        behaviour is recorded under ``cid``."""
+        probe = self.probe()
+        if probe is None:
+            return None
+        fp = probe.fingerprint(code, cid)
+        if fp is None:
+            return None
+        earlier = self.rt.store.behaviour_of(fp)
+        if earlier is None:
+            self.rt.store.add_behaviour(fp, cid, generation)
+        return earlier
 
     # ---- helpers ---------------------------------------------------------------------------
     def _pop(self, ids: list[str]) -> list[CandidateRow]:
@@ -77,6 +100,7 @@ class SearchNodes(DistillNode, SelectNode):
                 check_source(code, self.ev.template.name)
                 store.add_candidate(generation=0, operator="baseline", code=code, code_hash=h, thought=name,
                                     cid=f"base-{name}")
+                self._behaves_like(code, f"base-{name}", 0)  # a candidate that acts as a baseline is no news
             seeded = seed_if_empty(self.rt.kb) if self.cfg.recall_k > 0 else []
             store.mark("seeded")
             self.rt.emit("seed", baselines=sorted(sources), seed_principles=len(seeded))
@@ -196,7 +220,7 @@ class SearchNodes(DistillNode, SelectNode):
         to_repair: list[tuple[int, str, Parsed, dict]] = []
         to_redraw: list[int] = []  # replies whose code equals an earlier candidate's: asked again
         self._n_fixed = self._n_repaired = self._n_repair_new = 0
-        self._n_duplicates = self._n_redraws = 0
+        self._n_duplicates = self._n_redraws = self._n_behaviour = 0
 
         def record(i: int) -> None:
             nonlocal n_ok
@@ -253,7 +277,8 @@ class SearchNodes(DistillNode, SelectNode):
         store.mark(f"proposed:{gen}")
         self.rt.emit("propose", generation=gen, prompts=len(prompts), replies=len(replies), new=n_ok + self._n_repair_new,
                      hyper=n_hyper, repaired=self._n_fixed, feedback_repairs=self._n_repaired,
-                     duplicates=self._n_duplicates, redraws=self._n_redraws, stop_reason=stop_reason)
+                     duplicates=self._n_duplicates, behaviour_duplicates=self._n_behaviour, redraws=self._n_redraws,
+                     stop_reason=stop_reason)
         return {"stop_reason": stop_reason} if stop_reason else {}
 
     def _redraw(self, gen: int, state: RunState, planned: tuple[str, list[CandidateRow]], pr: Any, subset: list[str],
@@ -314,11 +339,16 @@ class SearchNodes(DistillNode, SelectNode):
         h = normalized_hash(parsed.code)
         dup = h in seen or store.has_hash(h)
         seen.add(h)
+        error = "duplicate of an earlier candidate" if dup else None
+        if not dup:
+            like = self._behaves_like(parsed.code, common["cid"], common["generation"])
+            if like is not None:
+                dup, error = True, f"duplicate: behaves like {like} on the probe instances"
+                self._n_behaviour += 1
         self._last_duplicate = dup
         self._n_duplicates += dup
         store.add_candidate(code=parsed.code, code_hash=h, thought=parsed.thought,
-                            status="duplicate" if dup else "pending",
-                            error="duplicate of an earlier candidate" if dup else None, **common)
+                            status="duplicate" if dup else "pending", error=error, **common)
         if not dup and self._early is not None:
             self._early.start(common["cid"], parsed.code)
         return 0 if dup else 1

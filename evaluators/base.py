@@ -229,6 +229,13 @@ class Evaluator(ABC):
         keys = per_instance[0].keys() if per_instance else ()
         return {k: float(sum(m[k] for m in per_instance) / len(per_instance)) for k in keys}
 
+    def probe_instances(self) -> list[Any] | None:
+        """A few small instances on which the search compares a new candidate's *behaviour* with the earlier
+        ones before it is evaluated (`hifo.agents.probe`): two candidates whose solutions on every probe
+        instance are identical count as one, however their code differs. Public, fixed and unscored (never
+        part of a fitness); None (the default): novelty is judged by normalised code alone."""
+        return None
+
     def instance_time_limit(self, instance: Any) -> float | None:
         """Seconds one instance may take in the child (solver and candidate together), checked by
         the parent against the child's per-instance timing; None: only the job's wall clock."""

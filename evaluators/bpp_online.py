@@ -26,6 +26,8 @@ DATA_DIR = Path(__file__).parent / "data" / "binpacking"
 
 # The training set: generated Weibull instances, disjoint from the published test data.
 TRAIN_COUNT, TRAIN_ITEMS, TRAIN_SEED = 5, 500, 1000  # seeds 1000..1004
+# The behaviour probe (novelty before evaluation, never scored): seeds 9000..9001
+PROBE_COUNT, PROBE_ITEMS, PROBE_SEED = 2, 120, 9000
 
 _DOCSTRING = """Returns the priority with which the item should go into each bin.
 
@@ -114,6 +116,11 @@ class BinPackingOnline(Evaluator):
 
     def load_instances(self, instance_set: str) -> list[BinPackingInstance]:
         return list(_load(instance_set))
+
+    def probe_instances(self) -> list[BinPackingInstance]:
+        """Two Weibull instances of 120 items (seeds 9000-9001, disjoint from train and test): the bin every
+        item goes to tells priority functions apart cheaply (agents/probe.py)."""
+        return list(weibull_instances(PROBE_COUNT, PROBE_ITEMS, PROBE_SEED))
 
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: BinPackingInstance) -> list[int]:

@@ -143,6 +143,15 @@ class TSPConstruct(Evaluator):
     def load_instances(self, instance_set: str) -> list[TSPInstance]:
         return list(_load(instance_set))
 
+    def probe_instances(self) -> list[TSPInstance]:
+        """Two random instances of 20 nodes (seeds 9000-9001, not in any scored set; no reference length: the
+        probe compares tours, it never scores them) for novelty before evaluation (agents/probe.py)."""
+        out = []
+        for i in range(2):
+            inst = random_uniform_instance(20, 9000 + i, f"probe{i}")
+            out.append(TSPInstance(inst.name, inst.distance_matrix, inst.coords, None, "probe"))
+        return out
+
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: TSPInstance) -> list[int]:
         """The tour built from node 0 with ``heuristic`` as ``select_next_node``."""

@@ -30,6 +30,7 @@ class RepeatsItself:
 
 
 def _run(tmp_path, name, client, **kw):
+    kw = {"probe_novelty": False, **kw}  # the first two tests are about code; the probe has its own test below
     cfg = tiny_config(tmp_path, run_dir=str(tmp_path / name), init_samples=3, population=3, temperature=0.7, **kw)
     with LocalExecutor(max_workers=2) as ex:
         run_dir, summary = start_run(cfg, client=client, executor=ex)
@@ -66,3 +67,47 @@ def test_re_draws_count_against_the_call_budget_and_can_be_switched_off(tmp_path
     cands, (propose,), _ = _run(tmp_path, "off", off, novelty_redraws=0)
     assert off.temperatures == [0.7] * 3 and not any("d1" in c for c in cands)
     assert (propose["duplicates"], propose["redraws"]) == (2, 0)
+
+
+class RewritesTheBaseline:
+    """A chat model whose programs differ in code but, until it is asked hotter, make Best Fit's decisions."""
+
+    style, model = "chat", "fake-chat"
+
+    def __init__(self):
+        self.temperatures = []
+        self.n = 0
+
+    def complete(self, messages, n=1, temperature=1.0, seed=None, max_tokens=512, stop=None):
+        self.temperatures.append(round(temperature, 3))
+        self.n += 1
+        if temperature <= 0.7:  # best fit in other words: a new program, the baseline's behaviour
+            code = f"def priority(item, bins):\n    slack{self.n} = item - bins\n    return slack{self.n} * {self.n}.0\n"
+        else:  # worst fit, new in code and in behaviour (the first time)
+            code = f"def priority(item, bins):\n    return (bins - item) + {self.n}\n"
+        return [Completion(f"Idea: rewrite.\n```python\n{code}```", 10, 10, model=self.model)]
+
+
+def test_a_candidate_that_behaves_like_an_earlier_one_is_not_evaluated(tmp_path):
+    model = RewritesTheBaseline()
+    cands, (propose,), summary = _run(tmp_path, "probe", model, probe_novelty=True)
+    # g0-000..002: new code, Best Fit's behaviour on the probe instances -> duplicates of the baseline, re-drawn
+    assert [cands[f"g0-00{i}"] for i in range(3)] == ["duplicate"] * 3
+    # the re-draws: worst fit plus a constant, the same decisions for every constant: the first is evaluated, the
+    # others duplicate it, and each of those is asked once more (novelty_redraws=2), again in vain
+    assert cands["g0-000d1"] == "evaluated"
+    assert [cands[k] for k in ("g0-001d1", "g0-001d2", "g0-002d1", "g0-002d2")] == ["duplicate"] * 4
+    store = RunStore(tmp_path / "probe" / "run.sqlite")
+    try:
+        errors = {c.id: c.error for c in store.candidates(not_operator="baseline")}
+    finally:
+        store.close()
+    assert errors["g0-000"] == "duplicate: behaves like base-best_fit on the probe instances"
+    assert (propose["behaviour_duplicates"], propose["duplicates"], propose["redraws"]) == (7, 7, 5)
+    assert model.temperatures == [0.7] * 3 + [0.9, 0.9, 1.1, 0.9, 1.1]
+    assert summary["outcomes"]["behaviour_duplicates"] == 7
+    assert summary["model_calls"][0]["behaviour_duplicates"] == 7
+    # off: only the code is compared, so all three rewrites of Best Fit are evaluated
+    off = RewritesTheBaseline()
+    cands, (propose,), _ = _run(tmp_path, "noprobe", off, probe_novelty=False)
+    assert [cands[f"g0-00{i}"] for i in range(3)] == ["evaluated"] * 3 and propose["behaviour_duplicates"] == 0

@@ -1,0 +1,65 @@
+"""Novelty before evaluation, by behaviour (issue 27, item 4).
+
+Normalised code catches a reply that repeats an earlier program; it misses the common case of a small
+model that rewrites the parent with other names, reordered terms or a dead branch: a different program that
+makes the same decisions. Before a new candidate is evaluated, :class:`BehaviourProbe` runs it in the
+sandbox (the same job as an evaluation, the same limits) on the evaluator's probe instances
+(:meth:`Evaluator.probe_instances`: a few small, public, fixed instances that are never scored), and
+fingerprints the solutions it returns (SHA-256 of their canonical JSON). Two candidates with the same
+fingerprint made the same decision on every probe instance; the later one is recorded as a duplicate of
+the earlier and its prompt is asked again (`SearchNodes._redraw`, within ``--max-calls``).
+
+What the probe can and cannot say: equal fingerprints mean equal behaviour *on the probe*, not everywhere
+(two rules may differ only on items the probe never shows), so the probe is kept small but varied, and a
+candidate that differs from an earlier one only outside it is lost; unequal fingerprints always mean
+different programs. A candidate that fails on the probe (an exception, a timeout, a refusal) gets no
+fingerprint and goes to its evaluation, which reports the failure as usual. The probe is candidate output,
+so a candidate could make itself look new (random noise in its scores): that costs it an evaluation and
+gains it nothing, since fitness comes from the evaluation alone.
+
+Fingerprints are kept in the run store (``behaviours``: fingerprint -> the first candidate), so a resumed
+run judges novelty as the uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from hifo.agents.evaluation import fence_refusal, make_job
+
+
+class BehaviourProbe:
+    """Runs candidates on ``evaluator``'s probe instances through ``executor``."""
+
+    def __init__(self, evaluator: Any, executor: Any, instances: list[Any]):
+        if not instances:
+            raise ValueError(f"{evaluator.name}: the probe needs at least one instance")
+        self.evaluator = evaluator
+        self.executor = executor
+        self.instances = instances
+        self.runs = 0
+        self.seconds = 0.0
+
+    @classmethod
+    def for_evaluator(cls, evaluator: Any, executor: Any) -> "BehaviourProbe | None":
+        """The probe of ``evaluator``, or None when it declares no probe instances."""
+        instances = evaluator.probe_instances()
+        return cls(evaluator, executor, list(instances)) if instances else None
+
+    def fingerprint(self, code: str, job_id: str = "") -> str | None:
+        """The behaviour fingerprint of ``code``, or None when it did not run cleanly on the probe."""
+        if fence_refusal(self.evaluator, code) is not None:
+            return None
+        res = self.executor.submit(make_job(self.evaluator, code, self.instances, f"probe-{job_id}")).result()
+        self.runs += 1
+        self.seconds += float(res.wall_s or 0.0)
+        sols = res.solutions
+        if not res.ok or not isinstance(sols, list) or len(sols) != len(self.instances):
+            return None
+        try:
+            canon = json.dumps(sols, sort_keys=True, separators=(",", ":"), allow_nan=True)
+        except (TypeError, ValueError):
+            return None
+        return hashlib.sha256(canon.encode()).hexdigest()
