@@ -184,7 +184,9 @@ def _open_runtime(run_dir: Path, cfg: RunConfig, client: Any | None, executor: A
     if client is None:
         from hifo.agents.llm.factory import make_client
 
-        client = make_client(cfg.model, cache_path=run_dir.parent / "llm_cache.sqlite" if cfg.llm_cache else None,
+        # the response cache is the run's own (resume replays a batch interrupted mid-generation from it); a new
+        # run never reads another run's replies, even with the same seed and prompts
+        client = make_client(cfg.model, cache_path=run_dir / "llm_cache.sqlite" if cfg.llm_cache else None,
                              record_path=cfg.record, max_calls=cfg.max_calls, max_cost_usd=cfg.max_cost,
                              seed=cfg.seed)
     store = RunStore(run_dir / "run.sqlite")
