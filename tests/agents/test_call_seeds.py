@@ -35,7 +35,7 @@ def test_bad_indices_are_refused():
 
 
 class DuplicateThenCrashThenFix:
-    """Writes the same program at the run's temperature, a crashing new one when hotter (a re-draw), and a
+    """Writes the same program (Best Fit) at the run's temperature, a crashing new one when hotter (a re-draw), and a
     working one when shown its runtime error; records every call's seed."""
 
     style, model = "chat", "fake-seeds"
@@ -46,7 +46,8 @@ class DuplicateThenCrashThenFix:
     def complete(self, messages, n=1, temperature=1.0, seed=None, max_tokens=512, stop=None):
         self.seeds.append(seed)
         if messages[-1]["content"].startswith("That code fails"):
-            code = f"def priority(item, bins):\n    return -(bins - item) * {1 + seed % 89}\n"
+            # a fix that behaves unlike Best Fit (and unlike the other fix), so the behaviour check keeps it
+            code = f"def priority(item, bins):\n    return -np.abs(bins - item - {1 + seed % 89})\n"
         elif temperature <= 0.7:
             code = SAME
         else:
@@ -59,7 +60,8 @@ def test_a_run_with_redraws_and_runtime_repairs_never_reuses_a_seed(tmp_path):
     cfg = tiny_config(tmp_path, init_samples=3, population=3, temperature=0.7, novelty_redraws=1)
     with LocalExecutor(max_workers=1) as ex:
         start_run(cfg, client=model, executor=ex)
-    # 3 proposals, 2 re-draws (duplicates), runtime repairs of the 2 crashing re-draws
-    assert len(model.seeds) == 7
+    # 3 proposals, each Best Fit again (a duplicate of the baseline by behaviour), so 3 re-draws, and
+    # runtime repairs of the 3 crashing re-draws
+    assert len(model.seeds) == 9
     assert len(set(model.seeds)) == len(model.seeds), sorted(model.seeds)
     assert not set(itertools.chain(model.seeds)) & {None}
