@@ -158,7 +158,8 @@ def _drive(go, cfg, run_dir: Optional[Path]) -> None:
     except KeyboardInterrupt:
         _interrupted(prog.run_dir)
     except ModelUnavailable as exc:
-        where = f"; fix the model and continue with: hifo resume {prog.run_dir}" if prog.run_dir else ""
+        where = (f"; once the model answers, continue with: hifo resume {prog.run_dir} (or with another model: "
+                 f"hifo resume {prog.run_dir} --model NAME)") if prog.run_dir else ""
         _fail(f"the run stopped: {_one_line(exc)}{where}", 4)
     except ReplayMismatch as exc:
         _fail(_one_line(exc), 3)
@@ -168,7 +169,8 @@ def _drive(go, cfg, run_dir: Optional[Path]) -> None:
         if _DEBUG["on"]:
             raise
         where = f"; after fixing the cause: hifo resume {prog.run_dir}" if prog.run_dir else ""
-        _fail(f"the run crashed: {type(exc).__name__}: {_one_line(exc)}{where} (--debug shows the traceback)", 1)
+        _fail(f"the run crashed: {type(exc).__name__}: {_one_line(exc)}{where} (`hifo --debug COMMAND ...` shows "
+              "the traceback)", 1)
     _print_summary(path, summary)
 
 
@@ -212,9 +214,14 @@ def resume(run: Path = typer.Argument(..., help="run directory"),
            max_evaluations: Optional[int] = typer.Option(None, "--max-evaluations"),
            max_cost: Optional[float] = typer.Option(None, "--max-cost", help="USD"),
            max_calls: Optional[int] = typer.Option(None, "--max-calls"),
-           max_wall: Optional[float] = typer.Option(None, "--max-wall", help="seconds")) -> None:
+           max_wall: Optional[float] = typer.Option(None, "--max-wall", help="seconds"),
+           model: Optional[str] = typer.Option(None, "--model", "-m",
+                                               help="continue with another model (the same names as hifo run "
+                                                    "--model; the run's sampling settings stay); recorded in "
+                                                    "config.json")) -> None:
     """Continue a killed, interrupted or failed run from its last checkpoint; with new limits, also extend
-    a finished one (e.g. `hifo resume RUN --generations 8`)."""
+    a finished one (e.g. `hifo resume RUN --generations 8`); `--model` continues with another model (e.g.
+    after the run stopped because its model was unreachable)."""
     from pydantic import ValidationError
 
     from hifo.agents.config import RunConfig
@@ -228,7 +235,7 @@ def resume(run: Path = typer.Argument(..., help="run directory"),
     from hifo.agents.config import explain_validation_error
 
     extend = {k: v for k, v in dict(generations=generations, max_evaluations=max_evaluations, max_cost=max_cost,
-                                    max_calls=max_calls, max_wall_s=max_wall).items() if v is not None}
+                                    max_calls=max_calls, max_wall_s=max_wall, model=model).items() if v is not None}
     try:
         cfg = RunConfig.model_validate_json((run / "config.json").read_text())
     except ValidationError as exc:
@@ -373,22 +380,26 @@ def doctor(as_json: bool = typer.Option(False, "--json"),
         raise typer.Exit(det.main([*(det_problems or []), "--configs", *det.CONFIGS]))
     from hifo.agents.report import doctor_report
 
-    if model is not None:
+    model_error = None
+    rep = doctor_report(smoke=not no_smoke)
+    if model is not None:  # the report is printed whatever the model check says; its failure is the exit code
         from hifo.agents.preflight import PreflightError, check_model
 
         try:
-            note = check_model(model)
+            note = check_model(model, hint="")
+            rep["model check"] = {"model": model, "result": note or "a local or replay model (no call needed)"}
         except (PreflightError, ValueError) as exc:
-            _fail(_one_line(exc), 2)
-        console.print(f"[bold]model[/] {note or f'{model}: a local or replay model (no call needed)'}")
-    rep = doctor_report(smoke=not no_smoke)
+            model_error = _one_line(exc)
+            rep["model check"] = {"model": model, "result": f"failed: {model_error}"}
     if as_json:
         print(json.dumps(rep, indent=2, default=str))
-        return
-    for section, items in rep.items():
-        console.print(f"[bold]{section}[/]")
-        for k, v in items.items():
-            console.print(f"  {k}: {v}")
+    else:
+        for section, items in rep.items():
+            console.print(section, style="bold", markup=False, highlight=False)
+            for k, v in items.items():
+                console.print(f"  {k}: {v}", markup=False, highlight=False)
+    if model_error is not None:
+        raise typer.Exit(2)
 
 
 def main() -> None:
@@ -403,7 +414,7 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - one line for the user; --debug shows the traceback
         if _DEBUG["on"] or "--debug" in sys.argv:
             raise
-        err.print(f"[bold red]error:[/] {type(exc).__name__}: {_one_line(exc)} (rerun with --debug for the traceback)")
+        err.print(f"error: {type(exc).__name__}: {_one_line(exc)} (rerun as `hifo --debug COMMAND ...` for the traceback)", markup=False)
         sys.exit(1)
 
 

@@ -79,11 +79,15 @@ def check_inputs(cfg: RunConfig) -> Any:
     return ev
 
 
-def check_model(model: str, timeout_s: float = 30.0) -> str | None:
+NO_CHECK_HINT = " (skip this check with --no-check)"
+
+
+def check_model(model: str, timeout_s: float = 30.0, hint: str = NO_CHECK_HINT) -> str | None:
     """One short call (at most 4 tokens, no retries, no cache) to a remote model. Returns a one-line note
     of what was checked, None for local and replay models (their files are checked by
     :func:`check_inputs`). Raises :class:`PreflightError` carrying the provider's message, and for a
-    litellm provider the API key variables it found missing."""
+    litellm provider the API key or server-address variables it found missing, first (a missing key can
+    surface as any provider error, an HTTP 500 included); ``hint`` ends the message (how to skip the check)."""
     from hifo.agents.llm import factory
 
     spec = factory.parse_spec(model)
@@ -95,8 +99,11 @@ def check_model(model: str, timeout_s: float = 30.0) -> str | None:
                         max_tokens=4)
     except Exception as exc:  # noqa: BLE001 - any provider error is the message we want to show
         cause = exc.__cause__ or exc
-        raise PreflightError(f"--model {model} is not usable: {type(cause).__name__}: {_one_line(exc)[:300]}"
-                             f"{_missing_keys(spec)} (skip this check with --no-check)") from exc
+        said = f"{type(cause).__name__}: {_one_line(exc)[:300]}"
+        missing = _missing_keys(spec)
+        if missing:
+            said = f"{missing} (the provider said: {said})"
+        raise PreflightError(f"--model {model} is not usable: {said}{hint}") from exc
     return f"model {model} answered"
 
 
@@ -110,7 +117,18 @@ def _missing_keys(spec: Any) -> str:
     except Exception:  # noqa: BLE001 - an unknown provider: the provider's message says enough
         return ""
     missing = env.get("missing_keys") or []
-    return f"; missing API key: set {', '.join(missing)}" if missing and not env.get("keys_in_environment") else ""
+    if not missing or env.get("keys_in_environment"):
+        return ""
+    # a *_API_BASE variable is a server address, not a key: Ollama and other local servers need no key
+    bases = [k for k in missing if k.endswith(("_API_BASE", "_BASE_URL"))]
+    keys = [k for k in missing if k not in bases]
+    parts = []
+    if keys:
+        parts.append(f"missing API key: set {', '.join(keys)}")
+    if bases:
+        parts.append(f"no server address: is the server running? Set {', '.join(bases)} to its URL if it is not on "
+                     "the provider's default address")
+    return "; ".join(parts)
 
 
 def read_heuristic(path: Path) -> str:

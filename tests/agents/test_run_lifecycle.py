@@ -217,6 +217,8 @@ def test_sigint_in_a_real_process_then_resume(tmp_path, make_fake_model):
 def test_doctor_model_check(fake_backend, make_fake_model):
     res = runner.invoke(app, ["doctor", "--no-smoke", "--model", "openai/x@http://127.0.0.1:9/v1"])
     assert res.exit_code == 2 and "is not usable: APIConnectionError" in res.output
+    # the whole report is still printed (issue 31, item 8), and no flag doctor does not have is suggested
+    assert "sandbox" in res.output and "paths" in res.output and "--no-check" not in res.output
     fake_backend(make_fake_model())
     res = runner.invoke(app, ["doctor", "--no-smoke", "--model", "openai/fake"])
     assert res.exit_code == 0 and "model openai/fake answered" in res.output
@@ -291,3 +293,51 @@ def test_resume_extends_a_finished_run(tmp_path, fake_backend, make_fake_model):
     assert json.loads((run_dir / "config.json").read_text())["generations"] == 3
     res = runner.invoke(app, ["resume", str(run_dir), "--generations", "-1"])
     assert res.exit_code == 2 and "--generations" in res.output
+
+
+def test_a_run_stopped_by_its_model_resumes_with_another(runs_root, make_fake_model, monkeypatch, tmp_path):
+    """Issue 31, item 8: the advice after a model failure leads somewhere: `hifo resume RUN --model NAME`."""
+    from hifo.agents.llm import factory
+
+    def make_client(spec, *, cache_path=None, record_path=None, max_calls=None, max_cost_usd=None, seed=None, **kw):
+        model = FailingModel() if spec.endswith("/down") else make_fake_model()
+        return factory.wrap_client(model, record_path=record_path, max_calls=max_calls, max_cost_usd=max_cost_usd,
+                                   seed=seed)
+
+    monkeypatch.setattr(factory, "make_client", make_client)
+    res = runner.invoke(app, ["run", *SMALL, "--model", "openai/down", "--no-check", "--kb", str(tmp_path / "kb.sqlite")])
+    assert res.exit_code == 4, res.output
+    run_dir = next(runs_root.iterdir())
+    assert f"hifo resume {run_dir} --model NAME" in " ".join(res.output.split())
+    res = runner.invoke(app, ["resume", str(run_dir), "--model", "openai/up"])
+    assert res.exit_code == 0, res.output
+    assert json.loads((run_dir / "config.json").read_text())["model"] == "openai/up"
+    rows = json.loads(runner.invoke(app, ["runs", "--json"]).output)
+    assert [r["status"] for r in rows] == ["finished"] and rows[0]["evaluations"] > 2
+
+
+def test_the_crash_advice_names_a_debug_flag_that_works():
+    res = subprocess.run([sys.executable, "-m", "hifo.agents.cli", "--help"], capture_output=True, text=True)
+    assert "--debug" in res.stdout  # the flag sits before the command: `hifo --debug COMMAND ...`
+    src = (__import__("hifo.agents.cli", fromlist=["x"]).__file__)
+    text = open(src).read()
+    assert "rerun with --debug" not in text and "`hifo --debug COMMAND ...`" in text
+
+
+def test_a_local_server_without_address_is_not_called_a_missing_key(monkeypatch):
+    """Issue 31, item 8: no Ollama server was reported as "missing API key: set OLLAMA_API_BASE"."""
+    from hifo.agents import preflight
+
+    class Spec:
+        kind, target = "litellm", "ollama_chat/llama3"
+
+    class FakeLitellm:
+        @staticmethod
+        def validate_environment(model):
+            return {"missing_keys": ["OLLAMA_API_BASE"], "keys_in_environment": False}
+
+    import hifo.agents.llm.litellm_client as lc
+
+    monkeypatch.setattr(lc, "import_litellm", lambda: FakeLitellm)
+    said = preflight._missing_keys(Spec())
+    assert "API key" not in said and "OLLAMA_API_BASE" in said and "server running" in said
