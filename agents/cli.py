@@ -14,8 +14,8 @@ from rich.console import Console
 app = typer.Typer(help="hifo: LLM-driven automated heuristic design (HiFo-style agent, sandboxed evaluators).",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   rich_markup_mode=None)  # help text verbatim: "[default: 4]" is not markup
-console = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+console = Console(soft_wrap=True, emoji=False)
+err = Console(stderr=True, soft_wrap=True, emoji=False)
 
 
 def _principles_app() -> typer.Typer:
@@ -25,14 +25,15 @@ def _principles_app() -> typer.Typer:
 
 
 def _fail(msg: str, code: int = 1) -> None:
-    err.print(f"[bold red]error:[/] {msg}")
+    from rich.text import Text
+
+    # the message is shown verbatim: it carries paths, prompt text and candidates' errors ("list[float]")
+    err.print(Text.assemble(("error:", "bold red"), " ", msg))
     raise typer.Exit(code)
 
 
 def _one_line(exc: BaseException | str) -> str:
-    from rich.markup import escape
-
-    return escape(" ".join(str(exc).split()))  # prompt text in the message may hold [brackets]
+    return " ".join(str(exc).split())
 
 
 _DEBUG = {"on": False}
@@ -188,8 +189,11 @@ def _print_summary(path: Path, summary: dict) -> None:
             console.print(f"best on test set '{best['test']['set']}': {best['test']['objective']}")
         if best.get("rescore") and not best["rescore"].get("agrees"):
             r = best["rescore"]
-            console.print(f"[yellow]warning[/]: the best candidate scored differently on node {r.get('node')} than "
-                          f"on {r.get('first_node')} ({r.get('metrics_differ') or r.get('error')})", markup=True)
+            from rich.markup import escape
+
+            console.print(f"[yellow]warning[/]: the best candidate scored differently on node "
+                          + escape(f"{r.get('node')} than on {r.get('first_node')} "
+                                   f"({r.get('metrics_differ') or r.get('error')})"))
     for name, value in (summary.get("baselines") or {}).items():
         console.print(f"baseline {name}: {value:.6g}")
     o = summary.get("outcomes")
@@ -204,7 +208,9 @@ def _print_summary(path: Path, summary: dict) -> None:
         report = write_report(path)
         console.print(f"report: [bold]{report}[/]")
     except Exception as exc:  # noqa: BLE001 - the run itself is done and saved; say why there is no report
-        err.print(f"[yellow]warning:[/] no HTML report: {_one_line(exc)}")
+        from rich.text import Text
+
+        err.print(Text.assemble(("warning:", "yellow"), f" no HTML report: {_one_line(exc)}"))
     console.print(f"results: [bold]{path}[/] (best.py, summary.json, run.sqlite, events.jsonl, report.html)")
 
 
@@ -355,7 +361,9 @@ def evaluate(
             console.print(f"{problem} on '{set_name}': " + ", ".join(f"{k}={v:.6g}" for k, v in score.metrics.items())
                           + f"  ({score.wall_s:.2f} s)")
         else:
-            console.print(f"[red]failed[/]: {score.error}")
+            from rich.text import Text
+
+            console.print(Text.assemble(("failed", "red"), f": {score.error}"))
     raise typer.Exit(0 if score.feasible else 1)
 
 
@@ -414,7 +422,8 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - one line for the user; --debug shows the traceback
         if _DEBUG["on"] or "--debug" in sys.argv:
             raise
-        err.print(f"error: {type(exc).__name__}: {_one_line(exc)} (rerun as `hifo --debug COMMAND ...` for the traceback)", markup=False)
+        err.print(f"error: {type(exc).__name__}: {_one_line(exc)} (rerun as `hifo --debug COMMAND ...` for the "
+                  "traceback)", markup=False)
         sys.exit(1)
 
 

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from hifo.agents.cli_tools import _fail
 
-console = Console(soft_wrap=True, highlight=False)
+console = Console(soft_wrap=True, highlight=False, emoji=False)
 
 data_app = typer.Typer(no_args_is_help=True, add_completion=False,
                        help="Regenerate the data the evaluators read (references, trained weights).")

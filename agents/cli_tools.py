@@ -9,8 +9,8 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
-console = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+console = Console(soft_wrap=True, emoji=False)
+err = Console(stderr=True, soft_wrap=True, emoji=False)
 
 
 def _fail(msg: str, code: int = 2) -> None:

@@ -67,6 +67,9 @@ class RunProgress:
                                  TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("left"),
                                  TimeRemainingColumn(), console=console, transient=True, disable=not self.live)
         self.task = self.progress.add_task("run", total=generations + 1, gen=f"0/{generations}", info="starting")
+        self.gens_done = 0  # generations distilled; the bar's position is these plus the current one's share
+        self._gen_base = (0, 0)  # (done, total) evaluations when the current generation began
+        self._shown: set[str] = set()  # principles whose text was printed once already
 
     def __enter__(self) -> "RunProgress":
         self.progress.start()
@@ -89,7 +92,12 @@ class RunProgress:
                          f"${s['cost_usd']:.4f}")
         if self.max_wall_s:
             parts.append(f"wall budget left {max(0.0, self.max_wall_s - (time.time() - self.started)):.0f} s")
-        self.progress.update(self.task, gen=f"{self.gen}/{self.generations}", info=" | ".join(parts))
+        # the bar moves with every evaluation (its share of the current generation), so the remaining time is
+        # estimated from the first evaluations on, not only after a whole generation
+        base_done, base_total = self._gen_base
+        share = (self.done - base_done) / (self.total - base_total) if self.total > base_total else 0.0
+        self.progress.update(self.task, gen=f"{self.gen}/{self.generations}", info=" | ".join(parts),
+                             completed=min(self.gens_done + min(share, 0.99), self.generations + 1))
 
     def on_event(self, kind: str, d: dict) -> None:
         if kind == "start":
@@ -100,13 +108,20 @@ class RunProgress:
         elif kind == "foresight":
             n = d["numbers"]
             self.gen, self.regime = d["generation"], d["regime"]
+            self._gen_base = (self.done, self.total)
             self.print(f"[bold cyan]gen {d['generation']}[/] foresight: [bold]{d['regime']}[/] — "
                        f"{escape(d['reason'])} (stagnation={n['stagnation']}, code div={n['code_diversity']}, "
                        f"behaviour div={n['behaviour_diversity']})")
         elif kind == "recall":
+            again = [p for p in d["principles"] if p["id"] in self._shown]
             for p in d["principles"]:
-                self.print(f"  recall [dim]#{p['id']} ({p['problem']}, utility {p['utility']})[/] "
-                           f"{escape(p['text'][:100])}")
+                if p["id"] not in self._shown:  # the whole text, verbatim, the first time; its id afterwards
+                    self._shown.add(p["id"])
+                    self.print(f"  recall [dim]#{escape(str(p['id']))} ({escape(str(p['problem']))}, utility "
+                               f"{p['utility']})[/] {escape(p['text'])}")
+            if again:
+                self.print("  recall again (text above): " + ", ".join(f"#{escape(str(p['id']))} (utility {p['utility']})"
+                                                                      for p in again))
         elif kind == "propose":
             line = (f"  propose: {d['replies']}/{d['prompts']} replies, {d['new']} new candidates, "
                     f"{d['hyper']} constant-tuning variants" + (f" — {d['stop_reason']}" if d['stop_reason'] else ""))
@@ -121,10 +136,12 @@ class RunProgress:
             self.print(f"  [{d['done']}/{d['total']}] {d['id']} {d['operator']:<8} {status}")
         elif kind == "select":
             self.best = d["best"]
+            self.total = self.done  # the generation's evaluations are all in: none is pending any more
             self.print(f"  select: best = [bold green]{d['best']}[/] ({d['best_id']})")
         elif kind == "distill":
             self.print(f"  distill: {len(d['principles'])} principle(s) added/reinforced")
-            self.progress.advance(self.task)
+            self.gens_done += 1
+            self._gen_base = (self.done, self.total)
         elif kind == "test":
             self.print(f"test set '{d['set']}': {d['objective'] if d['feasible'] else escape(str(d['error']))}")
         elif kind == "rescore":

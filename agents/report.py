@@ -90,8 +90,11 @@ def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = Fal
     from rich.syntax import Syntax
     from rich.table import Table
 
-    console.print(f"[bold]{run}[/] problem={cfg.get('problem')} model={cfg.get('model')} status={data['status']} "
-                  f"({data['stop_reason']}); candidates: {data['counts']}")
+    from rich.markup import escape  # paths, model names and the model's text are shown verbatim
+
+    console.print(f"[bold]{escape(str(run))}[/] problem={escape(str(cfg.get('problem')))} "
+                  f"model={escape(str(cfg.get('model')))} status={data['status']} "
+                  f"({escape(str(data['stop_reason']))}); candidates: {escape(str(data['counts']))}")
     t = Table("gen", "regime", "reason", "stagnation", "code div", "behav div", "fail rate", title="foresight timeline")
     for f in timeline:
         n = f["numbers"]
@@ -124,12 +127,13 @@ def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = Fal
     for i, c in enumerate(data["best"], 1):
         obj = c["objective"]
         console.print(f"\n[bold]#{i}[/] {c['id']} gen {c['generation']} {c['operator']} ({c['regime']}): "
-                      f"[green]{obj if obj is None or not math.isfinite(obj) else round(obj, 6)}[/] {c['thought'][:100]}")
+                      f"[green]{obj if obj is None or not math.isfinite(obj) else round(obj, 6)}[/] "
+                      f"{escape(c['thought'] or '')}")
         console.print(Syntax(c["code"], "python", theme="ansi_dark"))
     if prompts:
         for p in data["prompts"]:
             console.print(f"\n[bold]prompt {p['id']}[/] gen {p['generation']} {p['operator']} "
-                          f"principles {p['principle_ids']}")
+                          f"principles {escape(str(p['principle_ids']))}")
             for m in p["messages"]:
                 console.print(m["content"], markup=False, highlight=False)
 

@@ -73,3 +73,23 @@ def test_a_copied_run_keeps_its_checkpoint_thread(tmp_path):
     conn.execute("INSERT INTO checkpoints VALUES ('old-name')")
     assert _thread_id(conn, "new-name") == "old-name"  # copied/renamed: resumes the recorded thread
     conn.close()
+
+
+def test_text_a_user_or_model_wrote_is_shown_verbatim(tmp_path):
+    """Issue 31, item 1: brackets and emoji codes in principles and in a candidate's error were eaten by markup."""
+    from hifo.knowledge_base.store import KnowledgeBase
+
+    kb = tmp_path / "kb.sqlite"
+    text = "Score bins[mask] first :fire: then [bold]x[/bold] gaps"
+    pid = KnowledgeBase(kb).add(text, problem="bpp_online", source="user").id
+    for args in (["principles", "list", "--kb", str(kb)], ["principles", "show", pid, "--kb", str(kb)],
+                 ["principles", "search", "bins", "--kb", str(kb)]):
+        out = " ".join(runner.invoke(app, args, env={"COLUMNS": "300"}).output.split())
+        assert "bins[mask]" in out and ":fire:" in out and "[bold]x[/bold]" in out, (args, out)
+    bad = tmp_path / "bad.py"
+    bad.write_text("import numpy as np\ndef priority(item, bins):\n"
+                   "    raise TypeError('expected list[float], got dict[str, int] :fire:')\n")
+    res = runner.invoke(app, ["evaluate", "-p", "bpp_online", "--heuristic", str(bad), "--isolation", "minimal"])
+    assert res.exit_code == 1 and "expected list[float], got dict[str, int] :fire:" in res.output, res.output
+    res = runner.invoke(app, ["evaluate", "-p", str(tmp_path / "np[x]" / "broken.py") + ":X", "--heuristic", str(bad)])
+    assert res.exit_code == 2 and "np[x]" in res.output, res.output

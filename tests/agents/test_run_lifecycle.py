@@ -248,10 +248,16 @@ def test_live_progress_shows_generation_evaluations_best_and_spend(tmp_path):
                                   "stop_reason": None})
         prog.on_event("evaluated", {"generation": 1, "id": "g1-000", "operator": "e1", "feasible": True,
                                     "objective": 4.25, "error": None, "done": 1, "total": 4})
+        prog.progress.refresh()
+        info = prog.progress.tasks[0].fields["info"]
+        assert "evals 1/6 (5 pending)" in info
+        # the bar moved with the evaluation (1 of the generation's 4), so a remaining time can be estimated
+        assert prog.progress.tasks[0].completed == pytest.approx(0.25)
         prog.on_event("select", {"generation": 1, "population": [], "best": 4.25, "best_id": "g1-000"})
         prog.progress.refresh()
         info = prog.progress.tasks[0].fields["info"]
-    assert "evals 1/6 (5 pending)" in info and "best 4.25" in info and "explore" in info
+    # select comes after every evaluation of the generation: nothing is pending any more (issue 31, item 9)
+    assert "evals 1/1 (0 pending)" in info and "best 4.25" in info and "explore" in info
     assert "1 calls, 120 tok, $0.0125" in info and "wall budget left" in info
     import re
 
@@ -341,3 +347,23 @@ def test_a_local_server_without_address_is_not_called_a_missing_key(monkeypatch)
     monkeypatch.setattr(lc, "import_litellm", lambda: FakeLitellm)
     said = preflight._missing_keys(Spec())
     assert "API key" not in said and "OLLAMA_API_BASE" in said and "server running" in said
+
+
+def test_recalled_principles_are_printed_whole_once(tmp_path):
+    """Issue 31, item 9: recalled principles were reprinted every generation, cut mid-word."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from hifo.agents.progress import RunProgress
+
+    long = "Prefer bins[mask] whose remaining gap after packing is small " * 4 + "END"
+    buf = io.StringIO()
+    con = Console(file=buf, force_terminal=False, width=400)
+    with RunProgress(con, generations=2, live=False) as prog:
+        for _ in range(2):
+            prog.on_event("recall", {"principles": [{"id": "p1", "problem": "bpp_online", "utility": 0.5, "text": long}]})
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buf.getvalue())
+    assert text.count(long) == 1 and "bins[mask]" in text
+    assert "recall again (text above): #p1" in text
