@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from .principle import Principle
     from .store import KnowledgeBase
 
+
+def _console() -> Console:
+    # principles are the model's or a user's text: shown verbatim (no markup, no emoji codes: "bins[mask]", ":fire:")
+    return Console(highlight=False, markup=False, emoji=False)
+
 principles_app = typer.Typer(
     name="principles",
     help="Inspect and manage the design principles hifo has learned (the knowledge base).",
@@ -80,7 +85,7 @@ def _missing_store(kb: Path | None, as_json: bool) -> None:
     if as_json:
         _emit_json([])
     else:
-        Console(highlight=False, markup=False, emoji=False).print(f"No principles found (no knowledge base at {_kb_path(kb)} yet; "
+        _console().print(f"No principles found (no knowledge base at {_kb_path(kb)} yet; "
                                        "a run creates it).")
 
 
@@ -102,9 +107,9 @@ def _print_principles(principles: list[Principle], as_json: bool, title: str,
     if as_json:
         _emit_json([{**p.to_dict(), **view.get(p.id, {})} for p in principles])
     elif not principles:
-        Console(highlight=False, markup=False, emoji=False).print("No principles found.")
+        _console().print("No principles found.")
     else:
-        console = Console(highlight=False, markup=False, emoji=False)
+        console = _console()
         console.print(principle_table(principles, title, view, console.width))
 
 
@@ -154,7 +159,7 @@ def show_command(
     if as_json:
         _emit_json({**p.to_dict(), **view, "learnt_on": p.problems})
         return
-    console = Console(highlight=False, markup=False, emoji=False)
+    console = _console()
     info = Table.grid(padding=(0, 2))
     info.add_column(style="bold", no_wrap=True)
     info.add_column()
@@ -236,7 +241,7 @@ def export_command(
     if as_json:
         _emit_json({"exported": count, "path": str(path), "kb": str(store.path)})
     else:
-        Console(highlight=False, markup=False, emoji=False).print(f"Exported {count} principle(s) from {store.path} to {path}")
+        _console().print(f"Exported {count} principle(s) from {store.path} to {path}")
 
 
 @principles_app.command("import")
@@ -258,7 +263,7 @@ def import_command(
         _emit_json({**report, "path": str(path), "kb": str(store.path)})
     else:
         summary = ", ".join(f"{n} {what}" for what, n in report.items())
-        Console(highlight=False, markup=False, emoji=False).print(f"Imported {path} into {store.path}: {summary}")
+        _console().print(f"Imported {path} into {store.path}: {summary}")
 
 
 @principles_app.command("prune")
@@ -283,7 +288,7 @@ def prune_command(
         _emit_json({"retired": [p.id for p in retired], "dry_run": dry_run,
                     "principles": [p.to_dict() for p in retired]})
         return
-    console = Console(highlight=False, markup=False, emoji=False)
+    console = _console()
     if not retired:
         console.print("Nothing to retire.")
         return
@@ -309,9 +314,9 @@ def add_command(
     if as_json:
         _emit_json(p.to_dict())
     elif p.text != text.strip():  # a near-duplicate absorbed it
-        Console(highlight=False, markup=False, emoji=False).print(f"Merged into existing principle {p.id}: {p.text}")
+        _console().print(f"Merged into existing principle {p.id}: {p.text}")
     else:
-        Console(highlight=False, markup=False, emoji=False).print(f"{p.id}: {p.text}")
+        _console().print(f"{p.id}: {p.text}")
 
 
 @principles_app.command("reactivate")
@@ -336,7 +341,7 @@ def reactivate_command(
     if as_json:
         _emit_json(p.to_dict())
     else:
-        Console(highlight=False, markup=False, emoji=False).print(f"Reactivated {p.id}: {p.text}")
+        _console().print(f"Reactivated {p.id}: {p.text}")
 
 
 @principles_app.command("stats")
@@ -359,4 +364,4 @@ def stats_command(kb: KbOption = None, as_json: JsonOption = False) -> None:
         elif isinstance(value, float):
             value = f"{value:+.4f}"
         table.add_row(key.replace("_", " "), "-" if value is None else str(value))
-    Console(highlight=False, markup=False, emoji=False).print(table)
+    _console().print(table)
