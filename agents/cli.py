@@ -259,7 +259,8 @@ def resume(run: Path = typer.Argument(..., help="run directory"),
 
 
 @app.command()
-def runs(root: Optional[Path] = typer.Option(None, "--root", help="runs directory [default: $HIFO_RUNS or ./runs]"),
+def runs(root: Optional[Path] = typer.Option(None, "--root", help="only the runs in this directory [default: "
+                                             "$HIFO_RUNS or ./runs, and every run made elsewhere with --run-dir]"),
          as_json: bool = typer.Option(False, "--json")) -> None:
     """List runs with their status (running, finished, interrupted, failed, diverged) and spend."""
     from hifo.agents.report import list_runs

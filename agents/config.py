@@ -20,6 +20,48 @@ def default_runs_dir() -> Path:
     return Path(os.environ.get("HIFO_RUNS", "runs"))
 
 
+def runs_index_path() -> Path:
+    """Where ``hifo run`` notes every run directory it makes, so ``hifo runs`` also finds runs made with
+    ``--run-dir`` elsewhere: ``$HIFO_RUNS_INDEX``, else ``$XDG_DATA_HOME/hifo/runs.index`` (beside the
+    default knowledge base)."""
+    explicit = os.environ.get("HIFO_RUNS_INDEX")
+    if explicit:
+        return Path(explicit).expanduser()
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home).expanduser() / "hifo" / "runs.index"
+
+
+def note_run_dir(run_dir: Path) -> str | None:
+    """Add ``run_dir`` (absolute) to the runs index; returns why not when the index cannot be written (the run
+    goes on: the index only helps ``hifo runs`` find it)."""
+    index = runs_index_path()
+    line = str(Path(run_dir).resolve())
+    try:
+        index.parent.mkdir(parents=True, exist_ok=True)
+        known = index.read_text(encoding="utf-8").splitlines() if index.exists() else []
+        if line not in known:
+            with index.open("a", encoding="utf-8") as f:  # one short append: safe beside other runs
+                f.write(line + "\n")
+    except OSError as exc:
+        return f"the runs index {index} cannot be written ({exc.strerror}); `hifo runs --root` still finds this run"
+    return None
+
+
+def indexed_run_dirs() -> list[Path]:
+    """Run directories in the runs index that still exist, in the order they were made."""
+    index = runs_index_path()
+    try:
+        lines = index.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    seen: dict[str, Path] = {}
+    for line in lines:
+        p = Path(line.strip())
+        if line.strip() and line.strip() not in seen and ((p / "run.sqlite").exists() or (p / "config.json").exists()):
+            seen[line.strip()] = p
+    return list(seen.values())
+
+
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -303,6 +303,11 @@ def start_run(cfg: RunConfig, *, client: Any | None = None, executor: Any | None
     rt.store.set_meta("status", "running")
     rt.emit("start", run_dir=str(run_dir), problem=cfg.problem, model=cfg.model, pid=os.getpid(),
             kb=rt.store.get_meta("kb"))
+    from hifo.agents.config import note_run_dir
+
+    why_not = note_run_dir(run_dir)
+    if why_not:
+        rt.emit("warning", message=why_not)
     try:
         return run_dir, _invoke(rt, resume=False)
     except BaseException as exc:

@@ -22,14 +22,22 @@ def _damaged(d: Path, exc: BaseException) -> dict[str, Any]:
 
 
 def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
+    """Every run under ``root``; without ``root``, those under the default runs directory and every other run
+    ``hifo run`` noted in the runs index (``--run-dir`` elsewhere), each once."""
+    from hifo.agents.config import indexed_run_dirs
+
+    explicit = root is not None
     root = Path(root) if root else default_runs_dir()
     rows: list[dict[str, Any]] = []
-    if not root.exists():
-        return rows
+    dirs = sorted(p for p in root.iterdir() if (p / "run.sqlite").exists() or (p / "config.json").exists()) \
+        if root.exists() else []
+    if not explicit:
+        known = {d.resolve() for d in dirs}
+        dirs += [d for d in indexed_run_dirs() if d.resolve() not in known]
     from hifo.agents.progress import spend
     from hifo.agents.rundb import RunStore, RunStoreError
 
-    for d in sorted(p for p in root.iterdir() if (p / "run.sqlite").exists() or (p / "config.json").exists()):
+    for d in dirs:
         if not (d / "run.sqlite").exists():  # left by a failed start of an older version
             rows.append({"run": str(d), "problem": "", "model": "", "status": "incomplete (no run store)",
                          "evaluations": 0, "best": None, "cost_usd": 0.0, "tokens": 0})

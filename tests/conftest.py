@@ -93,3 +93,9 @@ def pytest_pyfunc_call(pyfuncitem):
         return None
     run_in_child(pyfuncitem.nodeid, str(pyfuncitem.config.rootpath))
     return True
+
+
+@pytest.fixture(autouse=True)
+def _own_runs_index(tmp_path_factory, monkeypatch):
+    """Each test notes its runs in an index of its own, never in the user's (``hifo runs`` reads it)."""
+    monkeypatch.setenv("HIFO_RUNS_INDEX", str(tmp_path_factory.mktemp("runs-index") / "runs.index"))

@@ -93,3 +93,24 @@ def test_text_a_user_or_model_wrote_is_shown_verbatim(tmp_path):
     assert res.exit_code == 1 and "expected list[float], got dict[str, int] :fire:" in res.output, res.output
     res = runner.invoke(app, ["evaluate", "-p", str(tmp_path / "np[x]" / "broken.py") + ":X", "--heuristic", str(bad)])
     assert res.exit_code == 2 and "np[x]" in res.output, res.output
+
+
+def test_runs_made_elsewhere_are_listed(tmp_path, monkeypatch, make_fake_model):
+    """Issue 31: a run made with --run-dir outside the runs directory was missing from `hifo runs`."""
+    from hifo.agents.graph import start_run
+    from hifo.sandbox import LocalExecutor
+
+    monkeypatch.setenv("HIFO_RUNS", str(tmp_path / "runs"))
+    elsewhere = tmp_path / "else where" / "my run"
+    with LocalExecutor(max_workers=1) as ex:
+        start_run(RunConfig(problem="bpp_online", model="fake", generations=0, population=2, offspring=2,
+                            init_samples=2, hyper_lambda=0, seed=1, test_set="train", kb=str(tmp_path / "kb"),
+                            run_dir=str(elsewhere)), client=make_fake_model(), executor=ex)
+    rows = json.loads(runner.invoke(app, ["runs", "--json"]).output)
+    assert [r["run"] for r in rows] == [str(elsewhere)] and rows[0]["status"] == "finished"
+    (tmp_path / "runs").mkdir()
+    assert json.loads(runner.invoke(app, ["runs", "--json", "--root", str(tmp_path / "runs")]).output) == []
+    import shutil
+
+    shutil.rmtree(elsewhere)  # a deleted run drops out of the list
+    assert json.loads(runner.invoke(app, ["runs", "--json"]).output) == []
