@@ -23,11 +23,17 @@ run judges novelty as the uninterrupted one would.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import math
 from typing import Any
 
 from hifo.agents.evaluation import fence_refusal, make_job
+
+# The probe's instances are small: an honest candidate answers them in milliseconds. One that takes longer
+# gets no fingerprint and goes to its evaluation, whose own limits report what it does.
+PROBE_TIMEOUT_S = 5.0
 
 
 class BehaviourProbe:
@@ -48,11 +54,21 @@ class BehaviourProbe:
         instances = evaluator.probe_instances()
         return cls(evaluator, executor, list(instances)) if instances else None
 
-    def fingerprint(self, code: str, job_id: str = "") -> str | None:
-        """The behaviour fingerprint of ``code``, or None when it did not run cleanly on the probe."""
+    def fingerprint(self, code: str, job_id: str = "", wall_left: float | None = None) -> str | None:
+        """The behaviour fingerprint of ``code``, or None when it did not run cleanly on the probe (within
+        :data:`PROBE_TIMEOUT_S`, and within ``wall_left``, the run's wall-clock budget left: the probe runs
+        before evaluation, in the propose step, so a candidate that spins must not hold the run past it)."""
         if fence_refusal(self.evaluator, code) is not None:
             return None
-        res = self.executor.submit(make_job(self.evaluator, code, self.instances, f"probe-{job_id}")).result()
+        timeout = min(self.evaluator.limits.timeout_s, PROBE_TIMEOUT_S)
+        if wall_left is not None:
+            if wall_left <= 0.5:
+                return None
+            timeout = min(timeout, wall_left)
+        job = make_job(self.evaluator, code, self.instances, f"probe-{job_id}")
+        job = dataclasses.replace(job, limits=dataclasses.replace(job.limits, timeout_s=timeout,
+                                                                  cpu_s=min(job.limits.cpu_s, max(1, math.ceil(timeout)))))
+        res = self.executor.submit(job).result()
         self.runs += 1
         self.seconds += float(res.wall_s or 0.0)
         sols = res.solutions

@@ -63,7 +63,7 @@ class SearchNodes(DistillNode, SelectNode):
         probe = self.probe()
         if probe is None:
             return None
-        fp = probe.fingerprint(code, cid)
+        fp = probe.fingerprint(code, cid, wall_left=self.wall_left())
         if fp is None:
             return None
         earlier = self.rt.store.behaviour_of(fp)

@@ -111,3 +111,23 @@ def test_a_candidate_that_behaves_like_an_earlier_one_is_not_evaluated(tmp_path)
     off = RewritesTheBaseline()
     cands, (propose,), _ = _run(tmp_path, "noprobe", off, probe_novelty=False)
     assert [cands[f"g0-00{i}"] for i in range(3)] == ["evaluated"] * 3 and propose["behaviour_duplicates"] == 0
+
+
+def test_the_probe_is_bounded_in_time_and_by_the_wall_budget():
+    """A spinning candidate must not hold the propose step for the evaluator's whole 30 s limit (it did, and a
+    run with --max-wall 4 took 32 s): the probe gives up after PROBE_TIMEOUT_S, or at once when the run's
+    wall-clock budget is (nearly) spent; the candidate then goes to its evaluation, which is bounded too."""
+    import time
+
+    from hifo.agents.probe import PROBE_TIMEOUT_S, BehaviourProbe
+    from hifo.evaluators.registry import get_evaluator
+
+    spin = "def priority(item, bins):\n    while True:\n        pass\n"
+    ev = get_evaluator("bpp_online")
+    with LocalExecutor(max_workers=1) as ex:
+        probe = BehaviourProbe.for_evaluator(ev, ex)
+        t0 = time.monotonic()
+        assert probe.fingerprint(spin, "spin", wall_left=0.2) is None and probe.runs == 0
+        assert probe.fingerprint(spin, "spin") is None and probe.runs == 1
+        assert time.monotonic() - t0 < PROBE_TIMEOUT_S + 10 < ev.limits.timeout_s
+        assert probe.fingerprint(SAME, "same", wall_left=60.0) is not None
