@@ -25,11 +25,11 @@ def test_help_is_fast_and_lists_commands():
     elapsed = time.perf_counter() - t0
     assert out.returncode == 0
     for cmd in ("run", "resume", "runs", "show", "problems", "evaluate", "principles", "doctor", "report", "compare",
-                "new-problem"):
+                "new-problem", "ui"):
         assert cmd in out.stdout
     assert elapsed < 5.0  # about 0.3 s here; generous for a loaded CI machine
     probe = subprocess.run([sys.executable, "-c", "import sys, hifo.agents.cli; print(sorted(m for m in "
-                            "('langgraph', 'litellm', 'llama_cpp', 'numpy', 'torch') if m in sys.modules))"],
+                            "('langgraph', 'litellm', 'llama_cpp', 'numpy', 'torch', 'plotly') if m in sys.modules))"],
                            capture_output=True, text=True, timeout=60)
     assert probe.stdout.strip() == "[]", probe.stdout
 
