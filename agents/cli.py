@@ -94,7 +94,9 @@ def run(
     executor: Optional[str] = typer.Option(None, "--executor", help="local (default) | ray"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray address: auto or ray://HOST:10001"),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file with run settings (a [run] table)"),
-    no_cache: bool = typer.Option(False, "--no-cache", help="keep no response cache in the run folder (it lets `hifo resume` replay an interrupted generation's replies instead of asking the model again)"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="keep no response cache in the run folder (it lets "
+                                  "`hifo resume` replay an interrupted generation's replies instead of asking the "
+                                  "model again)"),
     no_check: bool = typer.Option(False, "--no-check", help="skip the pre-flight call to the model"),
     target: Optional[float] = typer.Option(None, "--target", help="stop once the best reaches this metric value"),
     patience: Optional[int] = typer.Option(None, "--patience", help="stop after N generations without a new best"),

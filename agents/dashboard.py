@@ -163,15 +163,17 @@ class Handler(BaseHTTPRequestHandler):
             pass
 
 
+class _V6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 def make_server(root: str | Path, host: str = "127.0.0.1", port: int = 8765, *, allow_remote: bool = False,
                 interval_ms: int = 1500) -> ThreadingHTTPServer:
     """A server for ``root`` (not yet serving: call ``serve_forever``); ``port`` 0 picks a free one."""
     check_host(host, allow_remote)
     site = Site(root, interval_ms)
     handler = type("SiteHandler", (Handler,), {"site": site})
-    server_cls = ThreadingHTTPServer
-    if ":" in host:
-        server_cls = type("V6Server", (ThreadingHTTPServer,), {"address_family": socket.AF_INET6})
+    server_cls: type[ThreadingHTTPServer] = _V6Server if ":" in host else ThreadingHTTPServer
     try:
         server = server_cls((host, port), handler)
     except OSError as exc:
