@@ -19,6 +19,7 @@ Every string is passed through as written; the page shows it as text (never as m
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import statistics
 from collections import Counter, defaultdict
@@ -66,7 +67,21 @@ def failure_reason(c: Any) -> str:
         return (c.error or "infeasible").split(":")[0][:60] or "infeasible"
     if c.status == "pending":
         return "pending"
-    return f"{c.status}: {(c.error or '').split(':')[0][:60]}".rstrip(": ")
+    first = (c.error or "").split(":")[0][:60]
+    return first if first.startswith(c.status) else f"{c.status}: {first}".rstrip(": ")
+
+
+@functools.lru_cache(maxsize=32)
+def _metric_of(problem: str) -> tuple[str, str | None]:
+    """The evaluator's primary metric and direction; ("objective", None) when its class cannot be loaded
+    here (a plug-in file that moved): the page then labels the score by the column's name."""
+    from hifo.evaluators.registry import get_evaluator_class
+
+    try:
+        cls = get_evaluator_class(problem)
+        return cls.primary_metric or "objective", cls.direction
+    except Exception:  # noqa: BLE001 - a label only; the scores themselves come from the store
+        return "objective", None
 
 
 def _num(x: Any) -> float | None:
@@ -128,7 +143,9 @@ def load_view(run_dir: str | Path, *, prompts: bool = True) -> dict[str, Any]:
         summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
     except ValueError:
         summary = {}
-    metric = summary.get("primary_metric") or config.get("primary_metric") or "objective"
+    metric, direction = summary.get("primary_metric"), summary.get("direction")
+    if not metric:  # a run still going has no summary yet: the evaluator says what its objective is
+        metric, direction = _metric_of(str(config.get("problem") or ""))
     evaluated = [c for c in cands if c.status == "evaluated"]
     bests = running_best(evaluated)
     curve = {"evaluations": list(range(1, len(evaluated) + 1)),
@@ -179,7 +196,7 @@ def load_view(run_dir: str | Path, *, prompts: bool = True) -> dict[str, Any]:
         cost[row["generation"]] += float(u.get("cost_usd") or 0.0)
     return {
         "run": run_dir.name, "dir": str(run_dir), "problem": config.get("problem"), "model": config.get("model"),
-        "status": status, "stop_reason": stop_reason, "metric": metric, "direction": summary.get("direction"),
+        "status": status, "stop_reason": stop_reason, "metric": metric, "direction": direction,
         "counts": counts, "evaluations": len(evaluated), "model_calls": len(prompt_times),
         "best": best_view, "baselines": baselines, "curve": curve, "generations": generations,
         "foresight": foresight, "principles": principles,

@@ -87,8 +87,10 @@
         return {x: (g.x0 + g.x1) / 2, y: 1, xref: "x", yref: "paper", yanchor: "bottom", showarrow: false,
           text: pt("g" + g.generation + " " + g.regime), font: {size: 10}};
       }) : [];
-      plot(p[0], traces, {title: {text: pt(d.metric + ": best so far against " + p[1])}, xaxis: {title: {text: p[1]}},
-        yaxis: {title: {text: pt(d.metric)}, range: range}, shapes: shapes, annotations: notes});
+      if (!ys.length) notes.push({x: 0.5, y: 0.5, xref: "paper", yref: "paper", showarrow: false, font: {size: 14, color: "#888"},
+        text: "no feasible candidate yet"});
+      plot(p[0], traces, {title: {text: pt(d.metric + (d.direction ? " (" + d.direction + ")" : "") + ": best so far against " + p[1])},
+        xaxis: {title: {text: p[1]}}, yaxis: {title: {text: pt(d.metric)}, range: range}, shapes: shapes, annotations: notes});
     });
   }
 
@@ -133,7 +135,7 @@
         div.title = t; pc.appendChild(div);
       });
       r.appendChild(pc);
-      var ec = el("td", c.reason, c.reason ? "err" : ""); ec.title = c.error; r.appendChild(ec);
+      var ec = el("td", c.reason, c.reason && c.status !== "pending" ? "err" : ""); ec.title = c.error; r.appendChild(ec);
       var cc = el("td"), det = el("details"), sum = el("summary", c.code.split("\n").length + " lines");
       det.appendChild(sum); det.appendChild(el("pre", c.code)); cc.appendChild(det);
       cc.onclick = function (ev) { ev.stopPropagation(); };
