@@ -64,7 +64,7 @@
     // the range follows the running best and the reference lines: a bad generation's median cannot squash it
     var range = ys.length ? [lo - pad, hi + pad] : undefined;
     [["plot-best-evals", "evaluations", c.evaluations], ["plot-best-calls", "model calls", c.calls]].forEach(function (p) {
-      var xs = p[2], xmax = xs.length ? Math.max.apply(null, xs) : 1;
+      var xs = p[2], xmax = Math.max.apply(null, xs.concat([1, p[1] === "model calls" ? d.model_calls : d.evaluations]));
       var traces = [{x: xs, y: c.best, name: "best so far", mode: "lines+markers", line: {shape: "hv", width: 3},
         text: c.best_id.map(function (i) { return pt(i || ""); }), hovertemplate: "%{y}<br>%{text}<extra>best so far</extra>"}];
       if (p[1] === "evaluations") {
