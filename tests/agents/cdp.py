@@ -83,14 +83,19 @@ class Browser:
         return res["result"].get("value")
 
     def wait_for(self, expression: str, timeout: float = 60, every: float = 0.2) -> Any:
-        """Poll ``expression`` until it is truthy; its value."""
+        """Poll ``expression`` until it is truthy; its value. An exception in the page (the document not
+        there yet, during a navigation) counts as not yet; the last one is named on timeout."""
         deadline = time.monotonic() + timeout
+        last: Exception | None = None
         while True:
-            value = self.js(expression)
+            try:
+                value = self.js(expression)
+            except RuntimeError as exc:
+                value, last = None, exc
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{expression!r} still falsy after {timeout} s")
+                raise TimeoutError(f"{expression!r} still falsy after {timeout} s (last error: {last})")
             time.sleep(every)
 
     def console_errors(self) -> list[str]:
