@@ -221,7 +221,18 @@ def load_prompt(run_dir: str | Path, prompt_id: str) -> dict[str, Any] | None:
     return None if row is None else _prompt(row)
 
 
+def _finite(x: Any) -> Any:
+    """JSON has no NaN or infinity: a metric that is one (a candidate's, say) is shown as the text 'nan'/'inf'."""
+    if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
+        return str(x)
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
 def page_json(data: Any) -> str:
     """JSON safe to put inside a ``<script type="application/json">`` element: no ``<`` survives, so
     text such as ``</script>`` in a candidate's code cannot end the element."""
-    return json.dumps(data, allow_nan=False, default=str).replace("<", "\\u003c").replace("&", "\\u0026")
+    return json.dumps(_finite(data), allow_nan=False, default=str).replace("<", "\\u003c").replace("&", "\\u0026")

@@ -139,7 +139,7 @@ def test_real_embedded_model_runs_a_tiny_search(tmp_path):
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["model_usage"]["calls"] >= 3 and summary["model_usage"]["completion_tokens"] > 0
     report = (tmp_path / "run" / "report.html").read_text()  # the HTML report of a real embedded-model run
-    for plot in ("fitness", "outcomes", "principles", "cost", "sandbox"):
+    for plot in ("best-evals", "best-calls", "genealogy", "principles", "outcomes", "spend", "sandbox"):
         assert f'data-plot="{plot}"' in report
     # what the model must achieve (the best score alone proves nothing: the baselines are seeded).
     # Measured with --seed 1: all 5 offspring passed the static checks and were scored, 1 was feasible.

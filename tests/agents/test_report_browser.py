@@ -8,7 +8,7 @@ from cdp import BROWSER, Browser
 
 from hifo.agents.config import RunConfig
 from hifo.agents.graph import start_run
-from hifo.agents.html_report import PLOTS, write_report
+from hifo.agents.html_report import PLOTS, render_compare, write_report
 from hifo.agents.rundb import RunStore
 from hifo.sandbox import LocalExecutor
 
@@ -64,4 +64,13 @@ def test_report_renders_in_headless_chromium(tmp_path, make_fake_model):
         detail = b.js("document.getElementById('detail').textContent")
         assert "prompt and reply" in detail and "reply" in detail.split("prompt and reply")[1] and "system" in detail
         assert b.js("document.getElementById('diff').textContent.length") > 0
+        assert b.console_errors() == []
+    # hifo compare of a run with itself: two identical curves, each with its own dash, marker and width
+    page = tmp_path / "cmp.html"
+    page.write_text(render_compare([run_dir, run_dir]))
+    with Browser() as b:
+        b.goto(page.as_uri())
+        styles = b.wait_for("document.getElementById('plot-compare').data && document.getElementById('plot-compare')"
+                            ".data.map(t => [t.line.dash, t.marker.symbol, t.line.width])", timeout=60)
+        assert len(styles) == 2 and all(len({s[k] for s in styles}) == 2 for k in range(3)), styles
         assert b.console_errors() == []
