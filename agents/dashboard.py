@@ -9,7 +9,9 @@ Prompts are fetched one at a time (``/run/NAME/api/prompt/ID``). plotly.js is se
 package (``/static/plotly.min.js``): nothing is fetched from the network.
 
 Only loopback addresses are served unless ``allow_remote`` is set: the pages show candidates' code,
-prompts and paths, and the server has no authentication.
+prompts and paths, and the server has no authentication. For the same reason a request whose ``Host``
+header is not a loopback name or address is refused (403), so a page on another site cannot read the
+dashboard through DNS rebinding.
 """
 
 from __future__ import annotations
@@ -53,9 +55,10 @@ def check_host(host: str, allow_remote: bool) -> None:
 class Site:
     """What the server serves: one run (``root`` holds run.sqlite) or every run folder under ``root``."""
 
-    def __init__(self, root: str | Path, interval_ms: int = 1500):
+    def __init__(self, root: str | Path, interval_ms: int = 1500, allow_remote: bool = False):
         self.root = Path(root).expanduser().resolve()
         self.interval_ms = interval_ms
+        self.allow_remote = allow_remote
         if not self.root.exists():
             raise DashboardError(f"{self.root} does not exist (give a run folder or a folder of runs)")
         if not self.root.is_dir():
@@ -126,6 +129,9 @@ class Handler(BaseHTTPRequestHandler):
 
         parts = [unquote(p) for p in urlsplit(self.path).path.split("/") if p]
         site = self.site
+        host = urlsplit("//" + (self.headers.get("Host") or "")).hostname or ""
+        if not site.allow_remote and not is_loopback(host):  # a page elsewhere reaching us by DNS rebinding
+            return self._send(403, f"this dashboard answers only to 127.0.0.1/localhost, not to {host!r}")
         try:
             if not parts:
                 if site.single:
@@ -171,7 +177,7 @@ def make_server(root: str | Path, host: str = "127.0.0.1", port: int = 8765, *, 
                 interval_ms: int = 1500) -> ThreadingHTTPServer:
     """A server for ``root`` (not yet serving: call ``serve_forever``); ``port`` 0 picks a free one."""
     check_host(host, allow_remote)
-    site = Site(root, interval_ms)
+    site = Site(root, interval_ms, allow_remote)
     handler = type("SiteHandler", (Handler,), {"site": site})
     server_cls: type[ThreadingHTTPServer] = _V6Server if ":" in host else ThreadingHTTPServer
     try:

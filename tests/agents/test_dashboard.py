@@ -112,6 +112,9 @@ def test_view_report_compare_and_server_of_one_run(tmp_path, make_fake_model):
         status, body = _get(base + "run/other/api/data")
         assert status == 404 and str(run_dir) in body
         assert _get(base + "run/..%2F..%2Fetc/api/data")[0] == 404
+        rebound = urllib.request.Request(base + "run/run/api/data", headers={"Host": "evil.example:8765"})
+        with pytest.raises(urllib.error.HTTPError, match="403"):
+            urllib.request.urlopen(rebound, timeout=30)
     finally:
         server.shutdown()
         server.server_close()
