@@ -256,7 +256,8 @@
         customdata: cs.map(function (c) { return c.id; }), mode: "markers", name: g[0], marker: {symbol: g[2], color: g[3], size: 10},
         text: cs.map(function (c) { return pt(c.id + " " + c.operator + " " + (c.ok ? fmt(c.objective) : c.reason)); }), hoverinfo: "text"});
     });
-    plot("plot-genealogy", traces, {title: {text: "genealogy (click a point to see the candidate)"}, xaxis: {title: {text: "generation"}, dtick: 1},
+    var most = Math.max.apply(null, Object.keys(byGen).map(function (g) { return byGen[g].length; }).concat([1]));
+    plot("plot-genealogy", traces, {height: Math.max(340, 22 * most + 140), title: {text: "genealogy (click a point to see the candidate)"}, xaxis: {title: {text: "generation"}, dtick: 1},
       yaxis: {title: {text: "rank in its generation (0 = fittest)"}, autorange: "reversed"}});
     var div = $("plot-genealogy");
     if (!div.dataset.bound) {
