@@ -23,6 +23,11 @@ def _inject(run_dir):
     try:
         store.add_candidate(generation=1, operator="e1", code=EVIL_CODE, code_hash="evil", parents=[],
                             principle_ids=["9999"], status="invalid", error=EVIL_ERROR, cid="evil-one")
+        # a feasible but terrible candidate in a generation of its own: its median must not squash the curve
+        store.add_candidate(generation=5, operator="e2", code="def priority(item, bins):\n    return 0 * bins\n",
+                            code_hash="awful", parents=[], status="pending", cid="awful-one")
+        store.record_score("awful-one", {"feasible": True, "fitness": -1e6, "objective": 1e6, "metrics": {},
+                                         "per_instance": [], "wall_s": 0.1})
         store.event("recall", generation=1, principles=[{"id": 9999, "problem": "bpp_online", "utility": 0.25,
                                                          "text": EVIL_PRINCIPLE}])
     finally:
@@ -45,6 +50,10 @@ def test_report_renders_in_headless_chromium(tmp_path, make_fake_model):
         assert {s[0] for s in sizes} == set(PLOTS), sizes
         for name, w, h, traces in sizes:
             assert w >= 700 and h >= 200 and traces >= 1, (name, w, h, traces)
+        # the y range follows the running best and the baselines, not generation 5's median of 1e6
+        top = b.js("document.getElementById('plot-best-evals').layout.yaxis.range[1]")
+        assert top < 100, top
+        assert 1e6 in b.js("document.getElementById('plot-best-evals').data[1].y")  # the median is drawn (off range)
         # the held-out test score from the run (summary.json) beside the train score
         test = summary["best"]["test"]["objective"]
         assert float(b.js("document.getElementById('test-value').textContent.split(' ')[0]")) == \
