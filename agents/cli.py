@@ -435,6 +435,7 @@ from hifo.agents import cli_tools as _tools  # noqa: E402 - light: typer and ric
 
 app.command("report")(_tools.report)
 app.command("compare")(_tools.compare)
+app.command("ui")(_tools.ui)
 app.command("new-problem")(_tools.new_problem)
 from hifo.agents.cli_data import data_app  # noqa: E402 - light: typer and rich only
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,8 @@ class RunProgress:
     def on_event(self, kind: str, d: dict) -> None:
         if kind == "start":
             self.run_dir = Path(d["run_dir"])
-            self.print(f"run directory: [bold]{escape(str(self.run_dir))}[/]")
+            self.print(f"run directory: [bold]{escape(str(self.run_dir))}[/] (watch it live: hifo ui "
+                       f"{escape(shlex.quote(str(self.run_dir)))})")
         elif kind == "resume":
             self.print(f"resuming: {d.get('evaluated', 0)} evaluation(s) already done")
         elif kind == "foresight":

@@ -290,6 +290,16 @@ class RunStore:
         return self.db.execute("DELETE FROM candidates WHERE generation=? AND operator!='baseline'",
                                (generation,)).rowcount
 
+    def change_stamp(self) -> list[Any]:
+        """A few numbers that change whenever the run writes something a report shows (the live dashboard
+        polls this instead of reading the whole store every time)."""
+        row = self.db.execute(
+            "SELECT (SELECT COUNT(*) FROM candidates), (SELECT COUNT(*) FROM candidates WHERE status!='pending'),"
+            " (SELECT MAX(COALESCE(evaluated_at, created_at)) FROM candidates), (SELECT COUNT(*) FROM prompts),"
+            " (SELECT COUNT(*) FROM foresight), (SELECT COUNT(*) FROM events),"
+            " (SELECT value FROM meta WHERE key='status'), (SELECT COUNT(*) FROM markers)").fetchone()
+        return list(row)
+
     def count_evaluated(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM candidates WHERE status='evaluated'").fetchone()[0]
 
@@ -304,10 +314,18 @@ class RunStore:
 
     def prompt_usage(self) -> list[dict[str, Any]]:
         """Each prompt's generation, operator, principle ids and usage (no messages), oldest first."""
-        rows = self.db.execute("SELECT generation, operator, principle_ids, usage FROM prompts ORDER BY created_at")
-        return [{"generation": r["generation"], "operator": r["operator"],
+        rows = self.db.execute("SELECT generation, operator, principle_ids, usage, created_at FROM prompts"
+                               " ORDER BY created_at")
+        return [{"generation": r["generation"], "operator": r["operator"], "created_at": r["created_at"],
                  "principle_ids": _loads(r["principle_ids"], []), "usage": _loads(r["usage"], {})}
                 for r in rows.fetchall()]
+
+    def prompt(self, prompt_id: str) -> dict[str, Any] | None:
+        """One prompt by id (messages, principle ids, the reply), or None."""
+        r = self.db.execute("SELECT * FROM prompts WHERE id=?", (prompt_id,)).fetchone()
+        return None if r is None else {**dict(r), "messages": _loads(r["messages"], []),
+                                       "principle_ids": _loads(r["principle_ids"], []),
+                                       "usage": _loads(r["usage"], {})}
 
     def prompts(self, generation: int | None = None) -> list[dict[str, Any]]:
         q, a = ("SELECT * FROM prompts WHERE generation=? ORDER BY created_at", (generation,)) \

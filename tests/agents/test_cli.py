@@ -25,11 +25,11 @@ def test_help_is_fast_and_lists_commands():
     elapsed = time.perf_counter() - t0
     assert out.returncode == 0
     for cmd in ("run", "resume", "runs", "show", "problems", "evaluate", "principles", "doctor", "report", "compare",
-                "new-problem"):
+                "new-problem", "ui"):
         assert cmd in out.stdout
     assert elapsed < 5.0  # about 0.3 s here; generous for a loaded CI machine
     probe = subprocess.run([sys.executable, "-c", "import sys, hifo.agents.cli; print(sorted(m for m in "
-                            "('langgraph', 'litellm', 'llama_cpp', 'numpy', 'torch') if m in sys.modules))"],
+                            "('langgraph', 'litellm', 'llama_cpp', 'numpy', 'torch', 'plotly') if m in sys.modules))"],
                            capture_output=True, text=True, timeout=60)
     assert probe.stdout.strip() == "[]", probe.stdout
 
@@ -139,7 +139,7 @@ def test_real_embedded_model_runs_a_tiny_search(tmp_path):
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["model_usage"]["calls"] >= 3 and summary["model_usage"]["completion_tokens"] > 0
     report = (tmp_path / "run" / "report.html").read_text()  # the HTML report of a real embedded-model run
-    for plot in ("fitness", "outcomes", "principles", "cost", "sandbox"):
+    for plot in ("best-evals", "best-calls", "genealogy", "principles", "outcomes", "spend", "sandbox"):
         assert f'data-plot="{plot}"' in report
     # what the model must achieve (the best score alone proves nothing: the baselines are seeded).
     # Measured with --seed 1: all 5 offspring passed the static checks and were scored, 1 was feasible.
