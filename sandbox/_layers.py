@@ -216,6 +216,12 @@ def probe() -> Probe:
     unshare_error = "not installed" if unshare is None else (
         _try([unshare, *UNSHARE_ARGS, "true"]) if is_root else "needs root (not used without it)")
     ok, seccomp_error = _seccomp.supported()
+    if ok:  # the sandbox's interpreter must find the binding this process found (not always on its site path)
+        binding = _seccomp.binding_dir()
+        if is_root and not readable_by_others(binding):
+            ok, seccomp_error = False, f"{_seccomp.BINDING} in {binding} is not readable by other users (the sandbox uid)"
+        elif binding not in site_dirs:
+            site_dirs += (binding,)
     backend = _seccomp.describe() if ok else None
     blocked = userns_diagnosis(bwrap_error) if bwrap_error and bwrap and not is_root else None
     return Probe(

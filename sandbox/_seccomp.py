@@ -81,6 +81,11 @@ def library() -> Any:
     return pyseccomp
 
 
+def binding_dir() -> str:
+    """The directory the binding was imported from (the sandbox's workers get it on their path)."""
+    return os.path.dirname(os.path.abspath(library().__file__))
+
+
 def version() -> str:
     """libseccomp's own version (``seccomp_version()``), e.g. ``"2.5.4"``."""
     lib = library()._libseccomp  # the binding's handle on libseccomp.so.2; it wraps no version call itself
