@@ -328,3 +328,19 @@ def test_without_libseccomp_or_its_binding_the_layer_is_missing_never_skipped(mo
         resolve("strict", warn=False, probe_result=fake)
     plan = resolve("standard", warn=False, probe_result=fake)
     assert "seccomp" in plan.missing and not plan.seccomp and any(fix in note for note in plan.warnings)
+
+
+def test_a_slot_server_whose_filter_cannot_be_loaded_never_loads_the_candidate(monkeypatch):
+    from hifo.sandbox import _execute, _slotproc
+
+    def broken() -> None:
+        raise OSError(errno.EINVAL, "simulated: seccomp_load failed")
+
+    monkeypatch.setattr(_seccomp, "install_slot_server", broken)  # inherited by the forked slot zygote
+    proxy = _slotproc.fork({"code": "def f(x):\n    return x\n", "entry": "f", "fence": {"imports": ["numpy"], "process": True},
+                            "instances": b"x"}, (), {"memory_mb": 2048, "max_solution_bytes": 1 << 20}, contain=True)
+    try:
+        with pytest.raises(_execute.JobFailure, match="sandbox setup failed: slot-server seccomp filter: .*simulated"):
+            proxy.ready()
+    finally:
+        proxy.close()
