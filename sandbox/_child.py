@@ -15,9 +15,9 @@ Order of the layers, each failing closed (the candidate never runs if one cannot
    ``PR_SET_DUMPABLE`` 0 (inherited from the zygote already; set again here so that it never depends on
    that): a slot server of the same uid cannot open this process's ``/proc/<pid>/mem``, ``fd/`` or
    ``environ``, ptrace it or read it with ``process_vm_readv``, even where Yama's ptrace_scope is 0;
-7. the slot zygote forked, when the job uses a slot process (:mod:`hifo.sandbox._slotproc`; each of its
-   servers stacks the slot-server filter on this one);
-8. stdio wrappers with output caps, the instances unpickled, the candidate executed
+7. stdio wrappers with output caps; the slot zygote forked, when the job uses a slot process
+   (:mod:`hifo.sandbox._slotproc`; each of its servers stacks the slot-server filter on this one);
+8. the instances unpickled, the candidate executed
    (:mod:`hifo.sandbox._execute`; one progress byte on the result pipe before the first instance
    and after each, which the parent timestamps), the JSON result written on the result pipe, "done" sent to the
    zygote, and ``os._exit`` (no atexit hook or finaliser of the candidate runs).
