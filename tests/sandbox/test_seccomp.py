@@ -12,6 +12,7 @@ import ctypes
 import dataclasses
 import errno
 import json
+import mmap
 import os
 import re
 import select
@@ -172,6 +173,27 @@ def test_other_abis_kill_the_process():
     assert out is None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSYS, (out, status)
     control, status = in_child(x32_getpid(False))
     assert control is not None and status == 0  # a pid where x32 exists, ENOSYS elsewhere: never a kill
+
+
+def _i386_getpid(install: bool) -> Callable[[], dict[str, Any]]:
+    """The i386 ABI from a 64-bit process: ``int 0x80`` with eax = 20 (getpid), from an executable page."""
+    def body() -> dict[str, Any]:
+        if install:
+            _seccomp.install()
+        page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        page.write(b"\xb8\x14\x00\x00\x00\xcd\x80\xc3")  # mov eax, 20; int 0x80; ret
+        call = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(page)))
+        return {"i386_getpid_is_pid": call() == os.getpid()}
+    return body
+
+
+def test_the_i386_abi_kills_the_process():
+    out, status = in_child(_i386_getpid(True))
+    control, control_status = in_child(_i386_getpid(False))
+    if control == {"i386_getpid_is_pid": True}:  # this kernel runs i386 calls: the filter's arch check must kill
+        assert out is None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSYS, (out, status)
+    else:  # no i386 entry in this kernel (SIGSEGV): the filtered child does not survive either
+        assert out is None and os.WIFSIGNALED(status), (out, status, control, control_status)
 
 
 def _slot_probe(target: int) -> dict[str, Any]:
