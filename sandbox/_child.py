@@ -11,8 +11,13 @@ Order of the layers, each failing closed (the candidate never runs if one cannot
 4. rlimits, soft *and* hard (address space, CPU, file size, open files, no core);
 5. identity (as root): ``setgroups([])``, ``setresgid``, ``setresuid`` to the zygote's sandbox
    uid, which clears every capability; then ``RLIMIT_NPROC`` (enforced now we are not root);
-6. ``PR_SET_NO_NEW_PRIVS``, then the seccomp filter (:mod:`hifo.sandbox._seccomp`);
-7. stdio wrappers with output caps, the instances unpickled, the candidate executed
+6. ``PR_SET_NO_NEW_PRIVS``, then the seccomp filter (:mod:`hifo.sandbox._seccomp`), then
+   ``PR_SET_DUMPABLE`` 0 (inherited from the zygote already; set again here so that it never depends on
+   that): a slot server of the same uid cannot open this process's ``/proc/<pid>/mem``, ``fd/`` or
+   ``environ``, ptrace it or read it with ``process_vm_readv``, even where Yama's ptrace_scope is 0;
+7. stdio wrappers with output caps; the slot zygote forked, when the job uses a slot process
+   (:mod:`hifo.sandbox._slotproc`; each of its servers stacks the slot-server filter on this one);
+8. the instances unpickled, the candidate executed
    (:mod:`hifo.sandbox._execute`; one progress byte on the result pipe before the first instance
    and after each, which the parent timestamps), the JSON result written on the result pipe, "done" sent to the
    zygote, and ``os._exit`` (no atexit hook or finaliser of the candidate runs).
@@ -33,7 +38,7 @@ from typing import Any, Mapping
 
 from . import _execute, _fence, _wire  # noqa: F401  (_fence: imported by the spare, off the job's path)
 
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 PASS_THROUGH_ENV = ("LANG", "LC_ALL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -125,6 +130,8 @@ def run_candidate(job: dict[str, Any], fds: list[int], sock: socket.socket, conf
             _seccomp.install()
         elif ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
     except BaseException as exc:
         _finish(result_fd, sock, "error", [], f"sandbox setup failed: {_execute.one_line(exc)}")
     reserve = bytearray(256 * 1024)  # released on MemoryError so the result can still be written
@@ -135,7 +142,7 @@ def run_candidate(job: dict[str, Any], fds: list[int], sock: socket.socket, conf
         from . import _slotproc
 
         try:
-            slot = _slotproc.fork(payload, (result_fd, sock.fileno()), limits)
+            slot = _slotproc.fork(payload, (result_fd, sock.fileno()), limits, contain=bool(config["seccomp"]))
         except Exception as exc:
             _finish(result_fd, sock, "error", [], f"sandbox setup failed: slot process: {_execute.one_line(exc)}")
     try:

@@ -16,7 +16,9 @@ directory, capped output, every descendant killed after each candidate):
 ``bounded_disk``       /tmp (the candidate's directory lives there) is a tmpfs of
                        ``JobLimits.max_disk_bytes`` (bubblewrap ``--size``, or a tmpfs the
                        zygote mounts in its own mount namespace under ``unshare``).
-``seccomp``            the deny-list of :mod:`hifo.sandbox._seccomp` (x86_64).
+``seccomp``            filters compiled by libseccomp (:mod:`hifo.sandbox._seccomp`, x86_64): the
+                       candidate's deny-list, and a stricter one in each slot server (no new
+                       process, no exec, no ptrace, no signal to another process).
 
 Levels: ``strict`` refuses to run (:class:`IsolationUnavailable`) unless every layer is
 available; ``standard`` applies what is available and warns loudly about what is missing;
@@ -49,7 +51,7 @@ FIX = {
     "network_namespace": "apt-get install -y bubblewrap (or run as root, where `unshare` is used)",
     "read_only_fs": "apt-get install -y bubblewrap",
     "bounded_disk": "apt-get install -y bubblewrap (or run as root, where `unshare` is used)",
-    "seccomp": "Linux on x86_64 with CONFIG_SECCOMP_FILTER",
+    "seccomp": _seccomp.FIX,
 }
 UID_BASE = 60000  # as in the IOI sandbox `isolate`: a block of ids no real user has (60000-60999)
 UID_COUNT = 1000
@@ -76,6 +78,7 @@ class Probe:
     site_dirs: tuple[str, ...]
     python_error: str | None  # why a sandbox uid could not run it (root only)
     userns_blocked: str | None = None  # cause and fix when bubblewrap failed for want of user namespaces
+    seccomp_backend: str | None = None  # what compiles the filters (libseccomp's version, the binding)
 
     def fix(self, layer: str) -> str:
         """How to add ``layer`` here: the user-namespace fix when that is what stops bubblewrap."""
@@ -98,7 +101,7 @@ class Probe:
             "read_only_fs": "bubblewrap --ro-bind / /" if bwrap_ok else None,
             "bounded_disk": "bubblewrap --size tmpfs" if bwrap_ok else "tmpfs in a private mount namespace"
             if unshare_ok else None,
-            "seccomp": "deny-list filter (ctypes, x86_64)" if self.seccomp_error is None else None,
+            "seccomp": (self.seccomp_backend or "libseccomp") if self.seccomp_error is None else None,
         }
 
     def why_missing(self, layer: str) -> str:
@@ -213,12 +216,19 @@ def probe() -> Probe:
     unshare_error = "not installed" if unshare is None else (
         _try([unshare, *UNSHARE_ARGS, "true"]) if is_root else "needs root (not used without it)")
     ok, seccomp_error = _seccomp.supported()
+    if ok:  # the sandbox's interpreter must find the binding this process found (not always on its site path)
+        binding = _seccomp.binding_dir()
+        if is_root and not readable_by_others(binding):
+            ok, seccomp_error = False, f"{_seccomp.BINDING} in {binding} is not readable by other users (the sandbox uid)"
+        elif binding not in site_dirs:
+            site_dirs += (binding,)
+    backend = _seccomp.describe() if ok else None
     blocked = userns_diagnosis(bwrap_error) if bwrap_error and bwrap and not is_root else None
     return Probe(
         is_root=is_root, bwrap=bwrap, bwrap_version=_version(bwrap), bwrap_error=bwrap_error,
         unshare=unshare, unshare_error=unshare_error, setpriv=shutil.which("setpriv", path=_PATH),
         seccomp_error=None if ok else seccomp_error, python=python, site_dirs=site_dirs, python_error=python_error,
-        userns_blocked=blocked,
+        userns_blocked=blocked, seccomp_backend=backend,
     )
 
 

@@ -1,141 +1,182 @@
-"""A small seccomp-BPF deny-list for the candidate process (x86_64 only), built with ctypes.
+"""Seccomp filters compiled by libseccomp: a deny-list for the candidate, a stricter one for slot servers.
 
-Applied last, after the identity drop, in the forked candidate child (``hifo.sandbox._candidate``).
-It is a *deny* list on purpose: numpy, torch and the standard library keep working, while the
-calls that widen the kernel's attack surface or reach outside the sandbox fail with an errno:
+The rules below are handed to libseccomp (the system's ``libseccomp.so.2``, through the ``pyseccomp``
+binding, which mirrors the official bindings' API), which resolves the syscall names, generates the BPF,
+adds the architecture checks and loads the program; nothing here assembles BPF.
+
+**The candidate filter** (:func:`install`): applied last, after the identity drop, in the forked candidate
+child (:mod:`hifo.sandbox._child`). It is a *deny* list on purpose: numpy, torch and the standard library keep
+working, while the calls that widen the kernel's attack surface or reach outside the sandbox fail with an errno:
 
 * ``socket()`` for any family but ``AF_UNIX`` -> EPERM (no IP, netlink or packet sockets, even
   inside an empty network namespace);
 * ``clone3`` -> ENOSYS: seccomp cannot read clone3's flags (they sit in a struct in memory),
   so glibc (2.34+) is told the call does not exist and falls back to ``clone``, whose flags
   are in a register and are checked here;
-* ``clone``/``unshare``/``setns`` with namespace flags -> EPERM (no new user namespace, hence
+* ``clone`` with a namespace flag, ``unshare``, ``setns`` -> EPERM (no new user namespace, hence
   no fresh "root" inside the sandbox);
 * ptrace, process_vm_*, mount and friends, module loading, kexec, bpf, perf_event_open,
   userfaultfd, io_uring (whose operations bypass seccomp), keyrings, handle-based opens -> EPERM.
 
-Architecture or ABI mismatches (i386 ``int 0x80``, x32 numbers) kill the process.
+Any other architecture or ABI (i386 ``int 0x80``, x32 syscall numbers) kills the process (libseccomp's
+bad-architecture action, set to ``KILL_PROCESS``; its x86_64 filter sends x32 numbers there too).
+
+**The slot-server filter** (:func:`install_slot_server`), stacked on the first in each slot server
+(:mod:`hifo.sandbox._slotproc`) before the candidate is loaded: no new process (``fork``, ``vfork``,
+``clone`` without ``CLONE_THREAD``, ``execve``, ``execveat``; threads still start), no ``ptrace``,
+``process_vm_readv``/``writev``, ``kcmp``, ``pidfd_getfd``, no signal to any process but itself
+(``kill``, ``tgkill``, ``rt_sigqueueinfo``, ``rt_tgsigqueueinfo`` with another pid, ``tkill``,
+``pidfd_send_signal``), and no new socket. A candidate that escapes the in-process fence inside its server
+therefore cannot start a helper (a solver run outside the slot's CPU accounting), signal or read the
+algorithm process. Reading the algorithm's memory through ``/proc/<pid>/mem`` is stopped by another layer:
+the algorithm process is non-dumpable (:mod:`hifo.sandbox._child`).
+
+Both are written for x86_64 (:func:`supported` says so elsewhere; ``hifo doctor`` reports the layer missing).
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
+import functools
+import os
 import platform
-import struct
-from typing import Iterable
-
-AUDIT_ARCH_X86_64 = 0xC000003E
-X32_SYSCALL_BIT = 0x40000000
-PR_SET_NO_NEW_PRIVS = 38
-PR_SET_SECCOMP = 22
-SECCOMP_MODE_FILTER = 2
-
-# BPF opcodes (linux/filter.h) and seccomp return values (linux/seccomp.h).
-_LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
-_JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
-_JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
-_JSET_K = 0x45  # BPF_JMP | BPF_JSET | BPF_K
-_RET_K = 0x06  # BPF_RET | BPF_K
-RET_ALLOW = 0x7FFF0000
-RET_KILL_PROCESS = 0x80000000
-RET_ERRNO = 0x00050000
-EPERM, ENOSYS = 1, 38
-
-# struct seccomp_data: int nr; u32 arch; u64 instruction_pointer; u64 args[6] (little endian).
-_OFF_NR, _OFF_ARCH = 0, 4
-
-
-def _arg_lo(index: int) -> int:
-    return 16 + 8 * index
-
+from typing import Any
 
 AF_UNIX = 1
-NAMESPACE_FLAGS = 0x7E020000  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET
+CLONE_THREAD = 0x00010000
+# CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET: one rule each (libseccomp has no "mask != 0")
+NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 
-# x86_64 syscall numbers (arch/x86/entry/syscalls/syscall_64.tbl).
-SYS_SOCKET, SYS_CLONE, SYS_UNSHARE, SYS_SETNS, SYS_CLONE3 = 41, 56, 272, 308, 435
-DENIED = {
-    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312,
-    "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "acct": 163,
-    "swapon": 167, "swapoff": 168, "reboot": 169, "sethostname": 170, "setdomainname": 171,
-    "iopl": 172, "ioperm": 173, "init_module": 175, "delete_module": 176, "finit_module": 313,
-    "quotactl": 179, "lookup_dcookie": 212, "kexec_load": 246, "kexec_file_load": 320,
-    "add_key": 248, "request_key": 249, "keyctl": 250, "perf_event_open": 298, "bpf": 321,
-    "userfaultfd": 323, "name_to_handle_at": 303, "open_by_handle_at": 304,
-    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-    "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
-    "fspick": 433, "mount_setattr": 442, "setns": SYS_SETNS, "unshare": SYS_UNSHARE,
-}
+DENIED = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
+    "mount", "umount2", "pivot_root", "chroot", "acct", "swapon", "swapoff", "reboot", "sethostname",
+    "setdomainname", "iopl", "ioperm", "init_module", "delete_module", "finit_module", "quotactl",
+    "lookup_dcookie", "kexec_load", "kexec_file_load", "add_key", "request_key", "keyctl", "perf_event_open",
+    "bpf", "userfaultfd", "name_to_handle_at", "open_by_handle_at", "io_uring_setup", "io_uring_enter",
+    "io_uring_register", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+    "setns", "unshare",
+)
+SLOT_DENIED = (
+    "fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
+    "pidfd_getfd", "pidfd_send_signal", "tkill", "socket",
+)
+# signals: allowed only when the target (first argument) is the calling process itself
+SLOT_SELF_SIGNALS = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+BINDING = "pyseccomp"
+FIX = ("Linux on x86_64 with CONFIG_SECCOMP_FILTER, libseccomp 2.5.2 or newer (apt-get install -y libseccomp2) "
+       "and the Python binding pyseccomp (a hifo dependency: pip install pyseccomp)")
+
+
+class _Version(ctypes.Structure):  # struct scmp_version
+    _fields_ = [("major", ctypes.c_uint), ("minor", ctypes.c_uint), ("micro", ctypes.c_uint)]
+
+
+@functools.lru_cache(maxsize=1)
+def library() -> Any:
+    """The ``pyseccomp`` module (imported once: it looks libseccomp up with ``ldconfig``, a subprocess, so the
+    warm worker imports it before it forks candidates). Raises ImportError or RuntimeError with the cause."""
+    import pyseccomp
+
+    return pyseccomp
+
+
+def binding_dir() -> str:
+    """The directory the binding was imported from (the sandbox's workers get it on their path)."""
+    return os.path.dirname(os.path.abspath(library().__file__))
+
+
+def version() -> str:
+    """libseccomp's own version (``seccomp_version()``), e.g. ``"2.5.4"``."""
+    lib = library()._libseccomp  # the binding's handle on libseccomp.so.2; it wraps no version call itself
+    lib.seccomp_version.restype = ctypes.POINTER(_Version)
+    found = lib.seccomp_version().contents
+    return f"{found.major}.{found.minor}.{found.micro}"
+
+
+def describe() -> str:
+    """One line for ``hifo doctor``: what compiles and loads the filters."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        binding = f"{BINDING} {dist_version(BINDING)}"
+    except PackageNotFoundError:
+        binding = BINDING
+    return f"libseccomp {version()} ({binding}): candidate deny-list + slot-server filter (x86_64)"
 
 
 def supported() -> tuple[bool, str]:
-    """(usable here, why not). Needs Linux on x86_64 with seccomp filters in the kernel."""
+    """(usable here, why not): Linux on x86_64 with seccomp filters, libseccomp and its binding, and a
+    libseccomp that knows every syscall the filters name."""
     if platform.system() != "Linux":
         return False, f"seccomp is Linux-only (this is {platform.system()})"
     if platform.machine() not in ("x86_64", "AMD64"):
-        return False, f"the filter is written for x86_64 syscall numbers (this is {platform.machine()})"
+        return False, f"the filters are written and tested for x86_64 only (this is {platform.machine()})"
     try:
         with open("/proc/self/status") as handle:
             if not any(line.startswith("Seccomp:") for line in handle):
                 return False, "kernel built without CONFIG_SECCOMP"
     except OSError as exc:
         return False, f"cannot read /proc/self/status: {exc}"
+    try:
+        seccomp = library()
+    except ImportError as exc:
+        return False, f"the Python binding {BINDING} is not installed ({exc}); pip install {BINDING}"
+    except (RuntimeError, OSError) as exc:
+        return False, f"libseccomp could not be loaded ({exc}); apt-get install -y libseccomp2"
+    unknown = [name for name in sorted({*DENIED, *SLOT_DENIED, *SLOT_SELF_SIGNALS, "socket", "clone", "clone3"})
+               if seccomp.resolve_syscall(seccomp.Arch.X86_64, name) < 0]
+    if unknown:
+        return False, f"libseccomp {version()} does not know {', '.join(unknown)} (a newer libseccomp is needed)"
+    if seccomp.get_api() < 3:
+        return False, f"libseccomp {version()} finds no SECCOMP_RET_KILL_PROCESS in this kernel (API level < 3)"
     return True, ""
 
 
-def _stmt(code: int, k: int) -> bytes:
-    return struct.pack("<HBBI", code, 0, 0, k & 0xFFFFFFFF)
+def _new_filter() -> Any:
+    seccomp = library()
+    rules = seccomp.SyscallFilter(seccomp.ALLOW)
+    rules.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.KILL_PROCESS)  # i386, x32: killed, never interpreted
+    rules.set_attr(seccomp.Attr.CTL_NNP, 1)  # load sets no_new_privs first (needed without CAP_SYS_ADMIN)
+    rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    return rules
 
 
-def _jump(code: int, k: int, jt: int, jf: int) -> bytes:
-    return struct.pack("<HBBI", code, jt, jf, k & 0xFFFFFFFF)
+@functools.lru_cache(maxsize=1)
+def candidate_filter() -> Any:
+    """The candidate deny-list as a libseccomp filter context (built once per process; load it with
+    :func:`install`). Rules compare whole 64-bit arguments: a value with stray high bits is denied too."""
+    seccomp = library()
+    rules = _new_filter()
+    eperm = seccomp.ERRNO(errno.EPERM)
+    rules.add_rule(eperm, "socket", seccomp.Arg(0, seccomp.NE, AF_UNIX))
+    for flag in NAMESPACE_FLAGS:
+        rules.add_rule(eperm, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+    for name in DENIED:
+        rules.add_rule(eperm, name)
+    return rules
 
 
-def build_filter(denied: Iterable[int] = DENIED.values()) -> bytes:
-    """The BPF program as raw ``struct sock_filter`` bytes (8 bytes per instruction)."""
-    errno_eperm = RET_ERRNO | EPERM
-    prog = [
-        _stmt(_LD_W_ABS, _OFF_ARCH),
-        _jump(_JEQ_K, AUDIT_ARCH_X86_64, 1, 0),
-        _stmt(_RET_K, RET_KILL_PROCESS),
-        _stmt(_LD_W_ABS, _OFF_NR),
-        _jump(_JGE_K, X32_SYSCALL_BIT, 0, 1),
-        _stmt(_RET_K, RET_KILL_PROCESS),
-        _jump(_JEQ_K, SYS_CLONE3, 0, 1),
-        _stmt(_RET_K, RET_ERRNO | ENOSYS),
-    ]
-    for number in sorted(set(denied)):
-        prog += [_jump(_JEQ_K, number, 0, 1), _stmt(_RET_K, errno_eperm)]
-    # Tail, A = nr. Jump offsets count from the next instruction:
-    #  t0 socket?  t1 A=arg0  t2 AF_UNIX?  t3 ALLOW  t4 clone?  t5 A=arg0  t6 ns flags?
-    #  t7 ALLOW  t8 EPERM  t9 ALLOW
-    prog += [
-        _jump(_JEQ_K, SYS_SOCKET, 0, 3),  # t0: not socket -> t4
-        _stmt(_LD_W_ABS, _arg_lo(0)),  # t1: the domain
-        _jump(_JEQ_K, AF_UNIX, 0, 5),  # t2: AF_UNIX -> t3, any other family -> t8
-        _stmt(_RET_K, RET_ALLOW),  # t3
-        _jump(_JEQ_K, SYS_CLONE, 0, 4),  # t4: not clone -> t9
-        _stmt(_LD_W_ABS, _arg_lo(0)),  # t5: the flags (first argument on x86_64)
-        _jump(_JSET_K, NAMESPACE_FLAGS, 1, 0),  # t6: any namespace flag -> t8, else t7
-        _stmt(_RET_K, RET_ALLOW),  # t7
-        _stmt(_RET_K, errno_eperm),  # t8
-        _stmt(_RET_K, RET_ALLOW),  # t9
-    ]
-    return b"".join(prog)
+def slot_server_filter(pid: int) -> Any:
+    """The slot server's filter for process ``pid`` (itself: the only process it may signal)."""
+    seccomp = library()
+    rules = _new_filter()
+    eperm = seccomp.ERRNO(errno.EPERM)
+    rules.add_rule(eperm, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, CLONE_THREAD, 0))  # a process, not a thread
+    for name in SLOT_DENIED:
+        rules.add_rule(eperm, name)
+    for name in SLOT_SELF_SIGNALS:
+        rules.add_rule(eperm, name, seccomp.Arg(0, seccomp.NE, pid))
+    return rules
 
 
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+def install() -> None:
+    """Set no_new_privs and load the candidate filter on the calling thread (the child is single-threaded
+    when this runs, so every later thread and process inherits it). Raises ``OSError``/``RuntimeError``."""
+    candidate_filter().load()
 
 
-def install(program: bytes | None = None) -> None:
-    """Set no_new_privs and load the filter on the calling thread (the child is single-threaded
-    when this runs, so every later thread and process inherits it). Raises ``OSError``."""
-    program = build_filter() if program is None else program
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+def install_slot_server() -> None:
+    """Load the slot-server filter in the calling (single-threaded) slot server, on top of what it inherited."""
+    slot_server_filter(os.getpid()).load()

@@ -4,7 +4,9 @@ For slots the algorithm calls only a few times per instance (an evaluator sets
 ``slot_process = True``; ``Job.fence["process"]``), the sandbox child forks a *slot zygote*
 before it unpickles the instances. The slot zygote closes the result pipe and the zygote's
 socket and drops the instances' pickled bytes (freed, not zeroed); it never runs candidate code.
-For each instance it forks a *slot server*: that process installs the fence's audit hook, loads
+For each instance it forks a *slot server*: that process stacks the slot-server seccomp filter on the
+candidate's (:func:`hifo.sandbox._seccomp.install_slot_server`: no new process, no exec, no ptrace, no signal
+to another process; when the seccomp layer is applied), installs the fence's audit hook, loads
 the candidate under the fence and answers calls on a socket pair: the algorithm process (the
 child itself) sends the arguments, the slot server sends back the return value. At the end of
 the instance the algorithm tells the server to leave; the zygote reaps it, kills whatever it
@@ -50,7 +52,7 @@ import struct
 import time
 from typing import Any
 
-from . import _execute
+from . import _execute, _seccomp
 
 _LEN = struct.Struct("!Q")
 MAX_FRAME = 1 << 30
@@ -120,9 +122,13 @@ def loads_restricted(data: bytes) -> Any:
     return _Restricted(io.BytesIO(data)).load()
 
 
-def fork(payload: dict[str, Any], close_fds: tuple[int, ...], limits: dict[str, Any]) -> "SlotProxy":
+def fork(payload: dict[str, Any], close_fds: tuple[int, ...], limits: dict[str, Any], *,
+         contain: bool = False) -> "SlotProxy":
     """In the sandbox child, before the instances are unpickled: start the slot process. Returns the
-    proxy in the child; the slot process serves calls and never returns."""
+    proxy in the child; the slot process serves calls and never returns. ``contain``: each slot server
+    loads the slot-server seccomp filter before the candidate (the sandbox passes its seccomp layer)."""
+    if contain:
+        _seccomp.library()  # imported here, once (it runs ldconfig): a server could not start it under its filter
     mine, theirs = socket.socketpair()
     channel = _Channel()
     pid = os.fork()
@@ -139,13 +145,13 @@ def fork(payload: dict[str, Any], close_fds: tuple[int, ...], limits: dict[str, 
             payload.clear()  # the instances' pickled bytes: the last reference goes
         except BaseException:
             os._exit(72)
-        _zygote(theirs, channel, code, entry, fence, limits)
+        _zygote(theirs, channel, code, entry, fence, limits, contain)
     theirs.close()
     return SlotProxy(pid, mine, payload["entry"], channel)
 
 
 def _zygote(sock: socket.socket, channel: _Channel, code: str, entry: str, fence: dict[str, Any],
-            limits: dict[str, Any]) -> None:
+            limits: dict[str, Any], contain: bool) -> None:
     """The slot zygote: on each ``N``, fork a slot server and wait for it; never runs candidate code."""
     while True:
         try:
@@ -168,7 +174,7 @@ def _zygote(sock: socket.socket, channel: _Channel, code: str, entry: str, fence
                             pass
             except BaseException:
                 os._exit(72)
-            _serve(sock, channel, code, entry, fence, limits)
+            _serve(sock, channel, code, entry, fence, limits, contain)
         try:
             status = os.waitpid(pid, 0)[1]
         except ChildProcessError:
@@ -192,12 +198,18 @@ def _describe_status(status: int) -> str:
 
 
 def _serve(sock: socket.socket, channel: _Channel, code: str, entry: str, fence: dict[str, Any],
-           limits: dict[str, Any]) -> None:
+           limits: dict[str, Any], contain: bool) -> None:
     """One slot server: load the candidate (its outcome over the socket), then answer calls over the channel
     until ``E``."""
     from . import _fence
 
     try:
+        if contain:  # first: no candidate code (nor a module it imports) runs here without the filter
+            try:
+                _seccomp.install_slot_server()
+            except Exception as exc:
+                raise _execute.JobFailure("error", f"sandbox setup failed: slot-server seccomp filter: "
+                                                   f"{_execute.one_line(exc)}") from None
         _fence.install()
         function = _execute.load_candidate(code, entry, fence)
     except _execute.JobFailure as failure:

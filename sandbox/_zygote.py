@@ -30,7 +30,7 @@ import sys
 import time
 from typing import Any
 
-from . import _proctree, _seccomp, _wire  # noqa: F401  (_seccomp: imported once, here)
+from . import _proctree, _seccomp, _wire
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
 
@@ -59,6 +59,11 @@ def main(ctl_fd: int) -> None:
             importlib.import_module(name)
         except BaseException as exc:  # reported; the candidate child reports it again per job
             errors[name] = f"{type(exc).__name__}: {exc}"[:500]
+    if config["seccomp"]:  # libseccomp loaded and the candidate filter built once; each child only loads it
+        try:
+            _seccomp.candidate_filter()
+        except BaseException as exc:  # each candidate child fails its setup with the same error (fail closed)
+            errors["seccomp"] = f"{type(exc).__name__}: {exc}"[:500]
     own_ns = _proctree.owns_pid_namespace(config["parent_pidns"])
     _wire.send_json(ctl, {"event": "ready", "pid": os.getpid(), "errors": errors, "own_pid_namespace": own_ns})
     Zygote(ctl, config, own_ns).serve()

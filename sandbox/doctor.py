@@ -57,6 +57,8 @@ def isolation_report(level: str = "standard") -> dict[str, Any]:
             "unshare": {"path": found.unshare, "usable": found.unshare_error is None, "error": found.unshare_error},
             "setpriv": {"path": found.setpriv, "used": "--pdeathsig for the unshare launcher (identity is "
                         "dropped in-process with setresuid)"},
+            "libseccomp": {"usable": found.seccomp_error is None, "backend": found.seccomp_backend,
+                           "error": found.seccomp_error},
         },
         "warnings": list(plan.get("warnings", [])) or ([plan["refused"]] if "refused" in plan else []),
         "kernel": platform.release(),

@@ -27,6 +27,12 @@ if ! command -v bwrap >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then need_apt+=(bubblewrap)
   else echo "[setup] note: bubblewrap is not installed; sandbox level 'strict' will refuse to run" >&2; fi
 fi
+# the sandbox's seccomp filters are compiled and loaded by libseccomp (through the pyseccomp binding)
+# (optional like bubblewrap: without it the 'standard' level warns that the seccomp layer is missing)
+if ! { /sbin/ldconfig -p 2>/dev/null || true; } | grep 'libseccomp\.so\.2' >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then need_apt+=(libseccomp2)
+  else echo "[setup] note: libseccomp2 is not installed; the sandbox's seccomp layer will be missing" >&2; fi
+fi
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "[setup] installing system packages: ${need_apt[*]}"

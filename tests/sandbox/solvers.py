@@ -57,3 +57,17 @@ def with_pid(function: Callable[[Any], Any], instance: Any) -> Any:
     import os
 
     return {"value": function(instance), "pid": os.getpid()}
+
+
+def slot_probe(function: Callable[[Any], Any], instance: Any) -> Any:
+    """The heuristic's answer and what the algorithm process sees of itself and of the slot server: its own pid
+    and dumpable flag (``PR_GET_DUMPABLE``), and whether it can still read the server's ``/proc/<pid>/stat``."""
+    import ctypes
+    import os
+
+    value = function(instance)
+    server = getattr(function, "server_pid", None)
+    with open(f"/proc/{server}/stat", "rb") as handle:
+        ticks = handle.read().rsplit(b")", 1)[1].split()[11:13]  # utime, stime
+    return {"value": value, "pid": os.getpid(), "dumpable": ctypes.CDLL(None).prctl(3, 0, 0, 0, 0),
+            "server_pid": server, "server_stat": [int(t) for t in ticks], "slot_cpu_s": function.slot_cpu_s}

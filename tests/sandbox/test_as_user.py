@@ -1,8 +1,8 @@
 """The hostile sandbox tests again, as an ordinary user (issue 20).
 
 Most people run hifo as an ordinary user. When this suite runs as root, it creates an
-unprivileged account (``hifo-tester``, once) and runs ``test_private.py`` and
-``test_hostile.py`` under it with ``runuser``, against this checkout's installed packages; it
+unprivileged account (``hifo-tester``, once) and runs ``test_private.py``,
+``test_hostile.py`` and ``test_seccomp.py`` under it with ``runuser``, against this checkout's installed packages; it
 also checks the diagnosis where unprivileged user namespaces are blocked (emulated with
 ``bwrap --disable-userns``, which makes any further user namespace fail with ENOSPC).
 
@@ -80,7 +80,7 @@ def as_user():
 
 
 def test_hostile_and_private_tests_pass_as_an_ordinary_user(as_user):
-    tests = ["tests/sandbox/test_private.py", "tests/sandbox/test_hostile.py"]
+    tests = ["tests/sandbox/test_private.py", "tests/sandbox/test_hostile.py", "tests/sandbox/test_seccomp.py"]
     code = ("import pytest\nsys.exit(pytest.main(['-x', '-q', '-p', 'no:cacheprovider', '-rs', "
             f"'--rootdir', {str(REPO / 'tests' / 'sandbox')!r}, '-c', '/dev/null', *{tests!r}]))\n")
     planted = REPO / ".env"  # a readable .env in the checkout, as an ordinary user's would be
