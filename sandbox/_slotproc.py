@@ -27,10 +27,13 @@ runs in the algorithm's process), or ``F`` + JSON ``{"status", "reason"}`` for a
 fence violation, unencodable value). If a server dies during a call, its pidfd wakes the algorithm, which
 then reads the zygote's ``X``.
 
-Budgets: ``SlotProxy.slot_cpu_s`` is the CPU time of every slot server so far, loading included (read by
-the algorithm process from the server's process CPU clock, ``/proc/<pid>/stat`` where that fails, and
-the wall time of the calls where neither can be read), for evaluators whose budget is the evaluating
-process's CPU time (``milp_primal``); it is read when asked for, so a call costs no clock reads. Each
+Budgets: ``SlotProxy.slot_cpu_s`` is the CPU time of every slot server so far after it reported the
+candidate loaded (read by the algorithm process from the server's process CPU clock, ``/proc/<pid>/stat``
+where that fails, and the wall time of the calls where neither can be read), for evaluators whose budget
+is the evaluating process's CPU time (``milp_primal``, ``fmip_guidance``); it is read when asked for, so a
+call costs no clock reads. Loading (the fence's check and the candidate's module body) is left out on
+every instance alike: the first server loads before the first instance, the others inside an instance's
+first call, and in-process a candidate's load was never charged either. Each
 process's memory limit is its own (RLIMIT_AS is per process), so a job may use up to twice
 ``memory_mb``.
 """
@@ -255,7 +258,8 @@ class SlotProxy:
         self.pid, self.sock, self.channel, self.__name__ = pid, sock, channel, entry
         self.server_pid: int | None = None
         self.servers = 0  # slot servers started so far (one per instance)
-        self._ended_cpu_s = 0.0  # CPU seconds of the servers that have ended, measured from outside them
+        self._ended_cpu_s = 0.0  # CPU seconds of the servers that have ended (after loading), measured from outside
+        self._load_cpu_s = 0.0  # the current server's CPU seconds when it reported the candidate loaded
         self._unclocked_s = 0.0  # wall time of calls to servers whose CPU time could not be read
         self.calls = 0
         self._tick = os.sysconf("SC_CLK_TCK")
@@ -277,8 +281,10 @@ class SlotProxy:
             self._poll = select.poll()
             self._poll.register(self.channel.to_algorithm, select.POLLIN)
             self._poll.register(self._pidfd, select.POLLIN)
-            if self._cpu() is None:  # no clock for this server: its calls are charged their wall time
+            loaded = self._cpu()
+            if loaded is None:  # no clock for this server: its calls are charged their wall time
                 self._clock_failed = True
+            self._load_cpu_s = loaded or 0.0
         return self
 
     def next_instance(self) -> None:
@@ -328,10 +334,13 @@ class SlotProxy:
 
     @property
     def slot_cpu_s(self) -> float:
-        """CPU seconds of all slot servers so far (the current one read now), measured from outside them."""
+        """CPU seconds of all slot servers so far after loading (the current one read now), measured from
+        outside them."""
         current = self._cpu() if self.server_pid is not None else 0.0
         if current is None:
             self._clock_failed, current = True, 0.0
+        elif self.server_pid is not None:
+            current = max(current - self._load_cpu_s, 0.0)
         return self._ended_cpu_s + current + self._unclocked_s
 
     def _drop_server(self) -> None:
@@ -340,7 +349,8 @@ class SlotProxy:
             if spent is None:
                 self._clock_failed = True
             else:
-                self._ended_cpu_s += spent
+                self._ended_cpu_s += max(spent - self._load_cpu_s, 0.0)
+            self._load_cpu_s = 0.0
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
