@@ -1,6 +1,7 @@
 # evaluator: surface_recon
 # expect: fence: import of 'sys' not allowed
 # escaped: no better than the best baseline
+# instance: 3
 # fallback: vote
 # Attack (issue 28, measured there at Chamfer 0.0217 vs 0.0419), written for a candidate that has escaped the
 # fence: walk up the caller's frames to the instance (its Delaunay complex and the name of its shape) and

@@ -1,6 +1,7 @@
 # evaluator: tsp_gls
 # expect: fence: import of 'sys' not allowed
 # escaped: no better than the best baseline
+# instance: 3
 # fallback: eoh_utility
 # Attack (issue 28), written for a candidate that has escaped the fence: patch the algorithm's module globals
 # to get around its iteration budget. On the first call it solves the instance with LKH (elkai) and replaces
