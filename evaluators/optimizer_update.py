@@ -61,7 +61,8 @@ Args:
         momentum = 0.95 * momentum + 0.05 * grad, already including this step's grad (m, n).
     weight: Current value of the weight (a copy), np.ndarray (m, n).
     state: Dict private to this weight matrix, kept between steps (empty at step 1);
-        store any arrays or numbers your rule needs.
+        store any arrays or numbers your rule needs (numpy arrays, numbers, strings,
+        lists and dicts only: it is copied to and from the process the rule runs in).
     step: Step number, 1-based.
     total_steps: Number of steps in the training run.
 
