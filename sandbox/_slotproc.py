@@ -1,7 +1,8 @@
 """A slot in a process of its own, a fresh one per instance: the candidate sees only the slot's arguments.
 
-For slots the algorithm calls only a few times per instance (an evaluator sets
-``slot_process = True``; ``Job.fence["process"]``), the sandbox child forks a *slot zygote*
+For every included evaluator's slot (an evaluator sets ``slot_process = True``;
+``Job.fence["process"]``; each call costs a round trip, see ``benchmarks/sandbox_overhead.py --slot-only``),
+the sandbox child forks a *slot zygote*
 before it unpickles the instances. The slot zygote closes the result pipe and the zygote's
 socket and drops the instances' pickled bytes (freed, not zeroed); it never runs candidate code.
 For each instance it forks a *slot server*: that process installs the fence's audit hook, loads
