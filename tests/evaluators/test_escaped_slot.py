@@ -10,6 +10,9 @@ runs through the real sandbox twice, with the fence gone (``escaped_fence.py``, 
 * in a slot process (the evaluator's own setting): it scores exactly as the baseline it falls back on (``#
   fallback:``; within the evaluator's declared ``fitness_rtol`` where the budget is CPU time) and no better than
   the best baseline: the patch, the frame walk and the instance are in different processes.
+
+One train instance per attack (``# instance: K``, default the first: one where the baselines leave room), with the
+evaluator's per-instance wall-clock limits off (tested elsewhere; a loaded machine trips fmip_guidance's first).
 """
 
 from __future__ import annotations
