@@ -336,7 +336,9 @@ class SlotProxy:
     @property
     def slot_cpu_s(self) -> float:
         """CPU seconds of all slot servers so far after loading (the current one read now), measured from
-        outside them."""
+        outside them. Under the sandbox's RLIMIT_CPU a server's process clock, read from here, can lag by up
+        to a scheduler tick until the server next blocks (see ``problems/milp/_highs.py::cpu_now``): the lag
+        shifts time between neighbouring calls (or from its loading to its first call), not out of the total."""
         current = self._cpu() if self.server_pid is not None else 0.0
         if current is None:
             self._clock_failed, current = True, 0.0
