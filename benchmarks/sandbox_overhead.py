@@ -16,7 +16,9 @@ their overhead over in-process, then the throughput (candidates per minute) of
 instance with 2 CPUs; then the slot process (``sandbox/_slotproc.py``, issue 28): per candidate through the
 warm worker with the slot in the algorithm's process (the fence only) vs in a process of its own (a fresh
 server per instance, calls over the shared-memory channel), for ``bpp_online``'s Best Fit on its train set
-(one call per item) and for a one-call slot (the numpy job above), and the cost of one call through
+(one call per item), for the slots issue 28 moved (``tsp_gls``'s guide, ``optimizer_update``'s update rule: whole
+train-set evaluations of a baseline, thousands of calls) and for a one-call slot (the numpy job above), and the
+cost of one call through
 :class:`~hifo.sandbox._slotproc.SlotProxy` (``--slot-only``: just this part, written to
 ``sandbox_overhead_slot.json``). Every sandboxed run uses the machine's ``--isolation`` level (all the
 layers it can apply; listed in the output). Writes ``benchmarks/results/sandbox_overhead.json``
@@ -165,7 +167,8 @@ def slot_process(runs: int, isolation: str) -> dict[str, Any]:
     instances = ev.load_instances("train")
     cases = {"bpp_online_train_best_fit": (make_job(ev, ev.baselines["best_fit"], instances),
                                            sum(len(i.items) for i in instances), len(instances)),
-             "one_call_numpy": (dataclasses.replace(_job("numpy"), fence={"imports": ["numpy"]}), 1, 1)}
+             "one_call_numpy": (dataclasses.replace(_job("numpy"), fence={"imports": ["numpy"]}), 1, 1),
+             **moved_slots()}
     rows: dict[str, Any] = {}
     for label, (job, calls, n_instances) in cases.items():
         pool = WarmPool()
@@ -197,6 +200,24 @@ def slot_process(runs: int, isolation: str) -> dict[str, Any]:
     rows["bpp_loop_per_call_in_sandbox"] = loops
     rows["proxy_call_us"] = proxy_call_us(20_000 if runs > 5 else 5_000)
     return rows
+
+
+def moved_slots() -> dict[str, tuple[Any, int, int]]:
+    """The slots issue 28 moved out of the algorithm's process that are called many times per instance:
+    ``tsp_gls`` (one call per GLS iteration, n x n matrices both ways) and ``optimizer_update`` (one call per
+    hidden matrix per training step, its state dict both ways): ``(job, calls, instances)`` on the train sets."""
+    from hifo.agents.evaluation import make_job
+    from hifo.evaluators.registry import get_evaluator
+    from hifo.problems.optimizers import build_model, split_params
+
+    gls = get_evaluator("tsp_gls")
+    tours = gls.load_instances("train")
+    opt = get_evaluator("optimizer_update")
+    runs = opt.load_instances("train")
+    opt_calls = sum(run.steps * len(split_params(build_model(run.task, run.seed))[0]) for run in runs)
+    return {"tsp_gls_train_eoh_utility": (make_job(gls, gls.baselines["eoh_utility"], tours),
+                                          sum(t.iterations * t.perturbation_moves for t in tours), len(tours)),
+            "optimizer_update_train_muon": (make_job(opt, opt.baselines["muon"], runs), opt_calls, len(runs))}
 
 
 def proxy_call_us(calls: int) -> dict[str, float]:

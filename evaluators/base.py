@@ -182,8 +182,8 @@ class Evaluator(ABC):
         "enum", "abc", "re",
     )
     # True: in the sandbox the candidate runs in a process of its own that sees only the slot's
-    # arguments and answers over a pipe (:mod:`hifo.sandbox._slotproc`); for slots called a few
-    # times per instance (each call costs a round trip). The algorithm gets a proxy whose
+    # arguments and answers over a shared-memory channel (:mod:`hifo.sandbox._slotproc`); every included
+    # evaluator sets it (issue 28; each call costs a round trip). The algorithm gets a proxy whose
     # ``slot_cpu_s`` is the CPU time spent there, for budgets counted in CPU time.
     slot_process: bool = False
     # Instance sets whose seeds (data, noise, held-out draws) come from :meth:`secret_seed`: drawn by the

@@ -9,11 +9,16 @@ variables. The samples are then handed to HiGHS by the official neural diving (s
 each fixing a random 10 % of the integer variables to a sample's values, best kept; then the
 full MIP from the best dive) under a CPU-time budget (the LP and the guidance's own calls count
 against it; the network's forward passes do not: their number is the same for every guidance, their
-CPU time is a fact about the machine). The trusted side verifies the returned vector (rows, bounds, integrality)
-and computes the primal integral over the CPU budget (primary; the trajectory is timed in
-the child, so it is informative, not tamper-proof) and the final primal gap against the stored
-best-known objective
-(``evaluators/data/milp/best_known.json``, shared with ``milp_primal``).
+CPU time is a fact about the machine). In the sandbox the guidance runs in a slot process of its own
+(``slot_process``): it receives ``(t, step, n_steps)`` and returns four numbers; its CPU time there is read
+by the algorithm's process from outside it (``SlotProxy.slot_cpu_s``) and charged like the calls' own. The
+trusted side verifies the returned vector (rows, bounds, integrality) and computes the primal integral over
+the CPU budget (primary) and the final primal gap against the stored best-known objective
+(``evaluators/data/milp/best_known.json``, shared with ``milp_primal``). The integral's trajectory is
+HiGHS's, timed on the CPU clock of the algorithm's process in the sandbox child, where no candidate code
+runs: the candidate moves it only through the four numbers it returns and the CPU time it is charged. It
+is still not the parent's clock (the parent could not time HiGHS's CPU), so the parent clamps each entry at
+the verified objective.
 
 Reference figures: both baselines measured in-process (:func:`hifo.evaluators.base.measured_figures`)
 and stored in ``evaluators/data/milp/fmip_reference_figures.json``; ``python -m
@@ -142,6 +147,9 @@ class FMIPGuidance(Evaluator):
     # them within the declared fitness_rtol (CPU-time-limited runs are not bit-reproducible).
     reference_figures = _load_refs()
     tags = ("milp", "flow matching", "fmip", "guidance", "highs")
+    # issue 28: the candidate in a process of its own, a fresh one per instance (sandbox/_slotproc.py); 40 calls
+    # per instance (4 samples x 10 steps). Its CPU time there is read from outside it and charged to the budget.
+    slot_process = True
 
     def load_instances(self, instance_set: str) -> list[dict]:
         return list(_load(instance_set))
@@ -158,7 +166,7 @@ class FMIPGuidance(Evaluator):
                                       n_steps=N_STEPS, n_candidates=N_CANDIDATES,
                                       guidance=checked_guidance(heuristic),
                                       fix_threshold=FIX_THRESHOLD, fix_fraction=FIX_FRACTION,
-                                      seed=0, charge_sampling=False)
+                                      seed=0, charge_sampling=False, slot_cpu=lambda: _slot_cpu(heuristic))
         return {"x": None if res.x is None else res.x.tolist(), "stage": res.stage,
                 "n_fixed": res.n_fixed,
                 "trajectory": [[float(t), float(o)] for t, o in res.trajectory],
@@ -190,6 +198,16 @@ class FMIPGuidance(Evaluator):
                 "objective": inst.user_objective(x),
                 "fixed_fraction": float(solution.get("n_fixed", 0)) / max(int(inst.is_int.sum()), 1),
                 "fallback": float(solution.get("stage") != "dive")}
+
+
+def _slot_cpu(heuristic: Any) -> float:
+    """CPU seconds the sandbox's slot process has spent (0 for an in-process function; the same rule as
+    ``milp_primal``'s, kept local: evaluators import only problems/ and evaluators.base). The caller charges
+    its growth during each call, clamped at 0, so only the proxy's own clock counts."""
+    try:
+        return float(getattr(heuristic, "slot_cpu_s", 0.0))
+    except Exception:
+        return 0.0
 
 
 @lru_cache(maxsize=1)

@@ -15,14 +15,19 @@ public split (permutation seed 0, stream seed 2) that a candidate could rebuild 
 is judged on. The default seed is a constant of this module (the candidate cannot reach it
 through the slot fence); set ``HIFO_HELDOUT_SEED`` in the parent for one that is not in any source
 (the child's environment is an allowlist; the figures below then change). For the digits the
-validation images remain the complement of the training images the child holds, so a candidate
-that could load sklearn's digits could still find them; the slot fence (no sklearn, no file
-reads) is what stops that. So a candidate cannot report its own fitness; forged, missing,
-mis-shaped or non-finite parameters are rejected (``InfeasibleSolution``); whatever parameters
-come back are judged on data the candidate never saw. What this cannot prove is that the
-parameters came from exactly ``steps`` updates: a candidate that tampers with the trusted loop
-inside the sandbox could train longer, bounded by the per-run wall-clock budget and the sandbox's
-CPU and time limits (and it would still be judged on held-out data).
+validation images remain the complement of the training images the child holds; in the sandbox
+the rule runs in a slot process of its own (``slot_process``) that receives one matrix's gradient,
+momentum, weight (numpy copies) and its state dict, never the model, the training images or the loop,
+so it cannot change what the trusted loop trains on. (A candidate that escaped the slot fence could
+still load sklearn's digits in its own process and, with the default seed in this source, rebuild the
+held-out images; it could then only steer the hidden matrices it is shown, one step at a time, without
+seeing the biases, embeddings or output layer: not shown impossible, but far from training on them.
+``HIFO_HELDOUT_SEED`` takes the seed out of its reach.) So a candidate cannot report its
+own fitness; forged, missing, mis-shaped or non-finite parameters are rejected (``InfeasibleSolution``);
+whatever parameters come back are judged on data the candidate never saw, and they come from exactly
+``steps`` updates of the trusted loop (its step count and its wall-clock budget run in the algorithm's
+process, which the candidate cannot reach). The state dict may hold plain data and numpy arrays only
+(it crosses the process boundary after each call).
 """
 
 from __future__ import annotations
@@ -56,7 +61,8 @@ Args:
         momentum = 0.95 * momentum + 0.05 * grad, already including this step's grad (m, n).
     weight: Current value of the weight (a copy), np.ndarray (m, n).
     state: Dict private to this weight matrix, kept between steps (empty at step 1);
-        store any arrays or numbers your rule needs.
+        store any arrays or numbers your rule needs (numpy arrays, numbers, strings,
+        lists and dicts only: it is copied to and from the process the rule runs in).
     step: Step number, 1-based.
     total_steps: Number of steps in the training run.
 
@@ -179,6 +185,11 @@ class OptimizerUpdate(Evaluator):
                         "test": {"val_loss": 0.994129, "val_accuracy": 0.677066}},
     }
     tags = ("optimizer", "muon", "adamw", "deep learning", "torch")
+    # issue 28: the candidate in a process of its own, a fresh one per instance (sandbox/_slotproc.py): it gets
+    # numpy copies of one matrix's gradient, momentum and weight and its state dict (held here between calls),
+    # never the model, the training data or the loop; one call per hidden matrix per step (about 1,000 per
+    # train instance, up to 1,800 per test instance)
+    slot_process = True
 
     def load_instances(self, instance_set: str) -> list[TrainingRun]:
         return list(_load(instance_set, held_out_seed()))
@@ -187,10 +198,22 @@ class OptimizerUpdate(Evaluator):
     def solve(heuristic: Callable[..., Any], instance: TrainingRun) -> dict[str, Any]:
         """Train with ``heuristic`` as the matrix update rule; return the final parameters."""
         torch.set_num_threads(1)
+        rule = heuristic
+        keeping = getattr(heuristic, "call_returning_args", None)  # a slot process (sandbox/_slotproc.py)
+        if keeping is not None:
+            def rule(grad: Any, momentum: Any, weight: Any, state: dict, step: int, total_steps: int) -> Any:
+                # the per-matrix state dict lives here, between the steps; it comes back after each call
+                value, args, _ = keeping(grad, momentum, weight, state, step, total_steps)
+                kept = args[3] if len(args) == 6 else None
+                if not isinstance(kept, dict):
+                    raise ValueError("update() must leave state a dict")
+                state.clear()
+                state.update(kept)
+                return value
 
         def optimizer_for(model: torch.nn.Module) -> RuleOptimizer:
             hidden, rest = split_params(model)
-            return RuleOptimizer(heuristic, hidden, rest, total_steps=instance.steps)
+            return RuleOptimizer(rule, hidden, rest, total_steps=instance.steps)
 
         model, losses = instance.run(optimizer_for)
         params = {n: p.detach().reshape(-1).tolist() for n, p in model.named_parameters()}

@@ -8,6 +8,8 @@ manifold and of genus 0) and *reorientation*. The candidate is the reorientation
 current per-face scores, the face likelihoods, which side of each face the last reconstruction
 put inside, and the candidate-pair graph (arrays only), it returns the next scores.
 
+In the sandbox the rule runs in a slot process of its own (``slot_process``): the points, the
+Delaunay complex, the carving and the instance's shape name stay in the algorithm's process.
 The child returns the final scores (one float per Delaunay face). The parent clips them to
 [-1, 1], **rebuilds** the reconstruction from them with its own code and measures, against dense
 noise-free samples of the true shape it alone holds: ``chamfer`` (symmetric Chamfer distance,
@@ -164,6 +166,9 @@ class SurfaceRecon(Evaluator):
                   "test": {"chamfer": 0.04267, "genus0": 1.0, "faces": 1122.2}},
     }
     tags = ("geometry", "surface reconstruction", "delaunay", "topology")
+    # issue 28: the candidate in a process of its own, a fresh one per instance (sandbox/_slotproc.py): it gets
+    # the arrays of the docstring (3 calls per instance), never the points, the complex or the shape's name
+    slot_process = True
 
     def load_instances(self, instance_set: str) -> list[SurfaceInstance]:
         return list(_load(instance_set))

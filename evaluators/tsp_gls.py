@@ -6,7 +6,9 @@ which the heuristic turns the true distances, the current local optimum and the 
 counts into a guided distance matrix; the five edges it lengthens most are penalised and
 perturbed, and the search descends again. The metric is the gap (%) of the best tour to a
 reference length after that fixed iteration budget (no wall clock, so scores are
-reproducible):
+reproducible). In the sandbox the rule runs in a slot process of its own (``slot_process``): it
+receives copies of the three arrays and returns the guide; the loop that counts the iterations,
+the local search and the best tour live in the algorithm's process, which it cannot reach:
 
 * ``train`` — 4 uniform random instances, n = 100, 50 iterations each;
 * ``test`` — uniform random, 8 x n = 50, 8 x n = 100, 4 x n = 200, 200 iterations;
@@ -169,6 +171,9 @@ class TSPGLS(Evaluator):
                         "tsplib": {"gap_percent": 3.96}},
     }
     tags = ("routing", "tsp", "local search", "guided local search", "eoh")
+    # issue 28: the candidate in a process of its own, a fresh one per instance (sandbox/_slotproc.py); the GLS
+    # loop, its iteration budget and the instance stay in the algorithm's process, out of the candidate's reach
+    slot_process = True
 
     def load_instances(self, instance_set: str) -> list[GLSTask]:
         return list(_load(instance_set))

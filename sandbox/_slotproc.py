@@ -1,7 +1,8 @@
 """A slot in a process of its own, a fresh one per instance: the candidate sees only the slot's arguments.
 
-For slots the algorithm calls only a few times per instance (an evaluator sets
-``slot_process = True``; ``Job.fence["process"]``), the sandbox child forks a *slot zygote*
+For every included evaluator's slot (an evaluator sets ``slot_process = True``;
+``Job.fence["process"]``; each call costs a round trip, see ``benchmarks/sandbox_overhead.py --slot-only``),
+the sandbox child forks a *slot zygote*
 before it unpickles the instances. The slot zygote closes the result pipe and the zygote's
 socket and drops the instances' pickled bytes (freed, not zeroed); it never runs candidate code.
 For each instance it forks a *slot server*: that process stacks the slot-server seccomp filter on the
@@ -29,10 +30,13 @@ runs in the algorithm's process), or ``F`` + JSON ``{"status", "reason"}`` for a
 fence violation, unencodable value). If a server dies during a call, its pidfd wakes the algorithm, which
 then reads the zygote's ``X``.
 
-Budgets: ``SlotProxy.slot_cpu_s`` is the CPU time of every slot server so far, loading included (read by
-the algorithm process from the server's process CPU clock, ``/proc/<pid>/stat`` where that fails, and
-the wall time of the calls where neither can be read), for evaluators whose budget is the evaluating
-process's CPU time (``milp_primal``); it is read when asked for, so a call costs no clock reads. Each
+Budgets: ``SlotProxy.slot_cpu_s`` is the CPU time of every slot server so far after it reported the
+candidate loaded (read by the algorithm process from the server's process CPU clock, ``/proc/<pid>/stat``
+where that fails, and the wall time of the calls where neither can be read), for evaluators whose budget
+is the evaluating process's CPU time (``milp_primal``, ``fmip_guidance``); it is read when asked for, so a
+call costs no clock reads. Loading (the fence's check and the candidate's module body) is left out on
+every instance alike: the first server loads before the first instance, the others inside an instance's
+first call, and in-process a candidate's load was never charged either. Each
 process's memory limit is its own (RLIMIT_AS is per process), so a job may use up to twice
 ``memory_mb``.
 """
@@ -267,7 +271,8 @@ class SlotProxy:
         self.pid, self.sock, self.channel, self.__name__ = pid, sock, channel, entry
         self.server_pid: int | None = None
         self.servers = 0  # slot servers started so far (one per instance)
-        self._ended_cpu_s = 0.0  # CPU seconds of the servers that have ended, measured from outside them
+        self._ended_cpu_s = 0.0  # CPU seconds of the servers that have ended (after loading), measured from outside
+        self._load_cpu_s = 0.0  # the current server's CPU seconds when it reported the candidate loaded
         self._unclocked_s = 0.0  # wall time of calls to servers whose CPU time could not be read
         self.calls = 0
         self._tick = os.sysconf("SC_CLK_TCK")
@@ -289,8 +294,10 @@ class SlotProxy:
             self._poll = select.poll()
             self._poll.register(self.channel.to_algorithm, select.POLLIN)
             self._poll.register(self._pidfd, select.POLLIN)
-            if self._cpu() is None:  # no clock for this server: its calls are charged their wall time
+            loaded = self._cpu()
+            if loaded is None:  # no clock for this server: its calls are charged their wall time
                 self._clock_failed = True
+            self._load_cpu_s = loaded or 0.0
         return self
 
     def next_instance(self) -> None:
@@ -340,10 +347,15 @@ class SlotProxy:
 
     @property
     def slot_cpu_s(self) -> float:
-        """CPU seconds of all slot servers so far (the current one read now), measured from outside them."""
+        """CPU seconds of all slot servers so far after loading (the current one read now), measured from
+        outside them. Under the sandbox's RLIMIT_CPU a server's process clock, read from here, can lag by up
+        to a scheduler tick until the server next blocks (see ``problems/milp/_highs.py::cpu_now``): the lag
+        shifts time between neighbouring calls (or from its loading to its first call), not out of the total."""
         current = self._cpu() if self.server_pid is not None else 0.0
         if current is None:
             self._clock_failed, current = True, 0.0
+        elif self.server_pid is not None:
+            current = max(current - self._load_cpu_s, 0.0)
         return self._ended_cpu_s + current + self._unclocked_s
 
     def _drop_server(self) -> None:
@@ -352,7 +364,8 @@ class SlotProxy:
             if spent is None:
                 self._clock_failed = True
             else:
-                self._ended_cpu_s += spent
+                self._ended_cpu_s += max(spent - self._load_cpu_s, 0.0)
+            self._load_cpu_s = 0.0
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -53,7 +54,8 @@ def load_model(path: Path = WEIGHTS) -> FMIPNet:
 def fmip_solve(net: FMIPNet, inst: MILPInstance, time_limit: float = 1.0, n_steps: int = 10,
                n_candidates: int = 32, guidance=None, fix_threshold: float = 0.0,
                fix_fraction: float = 0.1, seed: int = 0, n_samples: int = 4,
-               n_dives: int = 8, charge_sampling: bool = True) -> tuple[FMIPSample, HandoffResult]:
+               n_dives: int = 8, charge_sampling: bool = True,
+               slot_cpu: Callable[[], float] | None = None) -> tuple[FMIPSample, HandoffResult]:
     """Full FMIP pipeline: LP features, ``n_samples`` guided samples, hand-off to HiGHS.
 
     ``time_limit`` (CPU seconds) covers the whole pipeline: the LP and the sampling are taken
@@ -70,23 +72,31 @@ def fmip_solve(net: FMIPNet, inst: MILPInstance, time_limit: float = 1.0, n_step
     (measured on a 2-core Xeon: 0.3-1.6 s of a 1 s budget; the full MIP then found its first
     incumbent after the horizon on two of six train instances). The evaluator uses it; the
     benchmark against HiGHS alone keeps the default (equal CPU time for the whole pipeline).
+
+    ``slot_cpu``: when ``guidance`` runs in another process (the sandbox's slot process), a reader of
+    the CPU seconds that process has spent so far (``SlotProxy.slot_cpu_s``); what it grows by during
+    each ``guidance`` call is charged too, in both modes (this process's clock does not see it).
     """
     start = cpu_now()
     x_lp = solve_lp(inst).x
     lp_spent = cpu_now() - start
-    guidance_cpu = [0.0]
+    guidance_cpu = [0.0]  # the guidance's CPU time in this process (charge_sampling=False only)
+    slot_spent = [0.0]  # and in its slot process (always: this process's clock cannot see it)
     timed = guidance
-    if callable(guidance) and not charge_sampling:
+    if callable(guidance) and (slot_cpu is not None or not charge_sampling):
         def timed(t, step, steps):  # the guidance's own CPU time still counts
             t0 = cpu_now()
+            s0 = slot_cpu() if slot_cpu is not None else 0.0
             try:
                 return guidance(t, step, steps)
             finally:
                 guidance_cpu[0] += cpu_now() - t0
+                if slot_cpu is not None:
+                    slot_spent[0] += max(slot_cpu() - s0, 0.0)  # a reader can only charge more
     samples = [guided_sample(net, inst, n_steps=n_steps, n_candidates=n_candidates,
                              guidance=timed, x_lp=x_lp, seed=seed + k)
                for k in range(max(n_samples, 1))]
-    spent = cpu_now() - start if charge_sampling else lp_spent + guidance_cpu[0]
+    spent = (cpu_now() - start if charge_sampling else lp_spent + guidance_cpu[0]) + slot_spent[0]
     res = dive_and_solve(inst, np.array([s.values for s in samples]), np.array([s.confidence for s in samples]),
                          fix_threshold, max(time_limit - spent, 0.05), seed=seed, t_offset=spent,
                          fix_fraction=fix_fraction, n_dives=n_dives)

@@ -26,7 +26,7 @@ ATTACKS = sorted(p for p in (Path(__file__).parent / "attacks").glob("*.py")
                  if "# expect: no better than the best baseline" not in p.read_text())
 # Baselines that are deterministic given the instance (no wall-clock budget inside the algorithm).
 EXACT = ("bpp_online", "tsp_construct", "atsp_construct", "acvrp_construct", "optwvp_route", "optwvp_service",
-         "toptwvp_route")
+         "toptwvp_route", "tsp_gls", "surface_recon")
 
 
 def _header(path: Path) -> tuple[str, str]:
@@ -350,3 +350,6 @@ def test_few_call_slots_run_in_a_process_of_their_own():
     using = {name for name in list_evaluators() if getattr(_class(name), "slot_process", False)}
     assert {"milp_primal", "radar_tune", "optwvp_service", "newton_schulz", "fl_aggregate", "lp_irls",
             "ridge_schedule", "fdiv_pessimism"} <= using
+    # issue 28: the last four that ran in the algorithm's process; now none does
+    assert {"tsp_gls", "surface_recon", "optimizer_update", "fmip_guidance"} <= using
+    assert using == set(list_evaluators())

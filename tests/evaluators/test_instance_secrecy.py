@@ -70,7 +70,8 @@ def test_every_leak_of_issue_28_has_an_attack():
     assert {"fl_aggregate", "lp_irls", "ridge_schedule", "fdiv_pessimism"} <= names
 
 
-@pytest.mark.parametrize("path", LEAKS, ids=[p.stem for p in LEAKS])
+@pytest.mark.parametrize("path", [pytest.param(p, marks=[pytest.mark.slow] if p.stem.startswith("optimizer_") else [])
+                                  for p in LEAKS], ids=[p.stem for p in LEAKS])
 def test_leak_attack_scores_no_better_than_the_best_baseline(path):
     ev = get_evaluator(_header(path, "evaluator", ""))
     instances = ev.load_instances(_header(path, "set", ev.default_train_set))[: int(_header(path, "instances", "1"))]
@@ -108,7 +109,12 @@ def test_secret_instances_differ_per_evaluator_object_and_name_no_seed():
 
 
 def _shared_data_instances(name: str) -> list:
-    """The instances as they were before issue 28: one seed (fl_aggregate) or one A (lp_irls) for the whole set."""
+    """The instances as they were before issue 28: one seed (fl_aggregate) or one A (lp_irls) for the whole set;
+    for optimizer_update the test set's two digits-MLP runs (one architecture), shortened to 60 steps."""
+    if name == "optimizer_update":
+        import dataclasses
+
+        return [dataclasses.replace(run, steps=60) for run in get_evaluator(name).load_instances("test")[:2]]
     if name == "fl_aggregate":
         from hifo.evaluators.fl_aggregate import FLInstance
 
@@ -122,11 +128,13 @@ def _shared_data_instances(name: str) -> list:
             for p in (1.5, 3.0, 4.0, 8.0)]
 
 
-@pytest.mark.parametrize("stem, name", [("fl_cross_instance", "fl_aggregate"), ("lp_irls_row_space", "lp_irls")])
+@pytest.mark.parametrize("stem, name", [("fl_cross_instance", "fl_aggregate"), ("lp_irls_row_space", "lp_irls"),
+                                        pytest.param("optimizer_warm_start", "optimizer_update", marks=pytest.mark.slow)])
 def test_the_state_attacks_win_only_where_state_survives_across_shared_instances(stem, name):
-    """On instances that share their data, with state kept from one instance to the next (in-process: the
-    slot in the algorithm's process), the attack beats every baseline; through the sandbox, where each
-    instance gets a fresh slot server, the same instances give it nothing."""
+    """On instances that share their data (or, for optimizer_update, their architecture), with state kept from one
+    instance to the next (in-process: the slot in the algorithm's process, as these four evaluators' slots were
+    until issue 28), the attack beats every baseline; through the sandbox, where each instance gets a fresh slot
+    server, the same instances give it nothing."""
     from hifo.sandbox import InProcessExecutor
 
     ev = get_evaluator(name)

@@ -169,3 +169,34 @@ def test_a_candidate_that_rederives_the_split_the_old_way_gains_nothing(ev):
     cheat = _trained_on(ev, inst, rederived, held_out_seed())
     honest = _trained_on(ev, inst, inst.train, held_out_seed())
     assert cheat >= honest - 0.01, (cheat, honest)
+
+
+# ---- the rule in a slot process of its own (issue 28) ------------------------------------------------------
+def test_the_slot_process_trains_exactly_as_in_the_algorithms_process(ev):
+    """Muon (no state) and AdamW (its moments in the state dict, which the algorithm holds between the calls and
+    gets back after each) give the same parameters, bit for bit, from a slot process as with the slot in the
+    algorithm's process (both through the sandbox: fresh children, not this test process, whose torch state
+    earlier tests may have changed)."""
+    from hifo.agents.evaluation import make_job
+    from hifo.sandbox import run_job
+
+    instances = [dataclasses.replace(inst, steps=15) for inst in ev.load_instances("train")]
+    for name in ("muon", "adamw"):
+        job = make_job(ev, ev.baselines[name], instances)
+        assert job.fence["process"]
+        slot = run_job(job)
+        inline = run_job(dataclasses.replace(job, fence=dict(job.fence, process=False)))
+        assert slot.ok and inline.ok, (slot.error, inline.error)
+        assert slot.solutions == inline.solutions, name
+
+
+def test_state_that_cannot_cross_the_process_boundary_fails_the_candidate(ev):
+    from hifo.agents.evaluation import make_job
+    from hifo.sandbox import run_job
+
+    instances = [dataclasses.replace(ev.load_instances("train")[0], steps=3)]
+    code = ("import numpy as np\n\nclass Box:\n    pass\n\n"
+            "def update(grad, momentum, weight, state, step, total_steps):\n"
+            "    state['box'] = Box()\n    return 0.01 * grad\n")
+    result = run_job(make_job(ev, code, instances))
+    assert not result.ok and "plain data and numpy arrays only" in result.error, result.error

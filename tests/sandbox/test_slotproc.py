@@ -42,6 +42,25 @@ def test_cpu_time_of_the_slot_is_measured_from_outside():
         proxy.close()
 
 
+def test_loading_is_charged_on_no_instance_and_calls_on_every_one():
+    """A budget charged with ``slot_cpu_s`` around each call sees the call's CPU time on every instance alike:
+    not the module body, whether it ran before the first instance or inside the first call of a later one."""
+    loading = "t = 0\nfor i in range(8_000_000):\n    t += i\n"  # about 10x one call's loop
+    proxy = start(loading + "def f(n):\n    s = 0\n    for i in range(n):\n        s += i\n    return s\n").ready()
+    try:
+        assert proxy.slot_cpu_s < 0.05  # loaded: its loop is not charged
+        charged = []
+        for _ in range(2):
+            before = proxy.slot_cpu_s
+            assert proxy(800_000) == sum(range(800_000))  # the second time: a fresh server loads inside this call
+            charged.append(proxy.slot_cpu_s - before)
+            proxy.next_instance()
+        assert proxy.servers == 2 and all(c > 0.005 for c in charged)
+        assert charged[1] < 3 * charged[0], charged  # with its loading charged it would be about 10x more
+    finally:
+        proxy.close()
+
+
 @pytest.mark.parametrize("code, status, text", [
     ("class Box:\n    pass\n\ndef f():\n    return Box()\n", "invalid", "plain data and numpy arrays only"),
     ("def f():\n    raise ValueError('nope')\n", "error", "ValueError: nope (in the slot process)"),
