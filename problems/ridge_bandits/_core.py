@@ -138,7 +138,7 @@ def mean_field_schedule(T: int, d: int, degree: int, sigma: float, eta0: float =
     so ``lam_t = sqrt((d - 1) sigma / (sqrt(2) f'(1))) t^{-1/4}`` and ``eta_t = 1 / (sqrt(2) f'(1) sigma
     sqrt(t))`` (regret ~ ``d sigma sqrt(T)``, the linear-bandit rate), with ``f'(1) = degree`` for the links here.
     Both are capped at the burn-in values. The formulas hold only once ``m`` is near 1: applied from round 1
-    they shrink the exploration before the search is over (measured in docs/families/ridge_bandits.md).
+    they shrink the exploration before the search is over (docs/families/ridge_bandits.md).
     """
     eta, lam = fixed_schedule(T, d, eta0, lam0)
     t = np.arange(T, dtype=float)
