@@ -149,10 +149,13 @@ class FdivPessimism(Evaluator):
         secret = self.seeds_secret(instance_set)
         out = []
         for i, (coverage, kappa, n, seed) in enumerate(_SPECS[instance_set]):
-            # the bandit (true model) and the logged datasets: published seeds, or drawn from this object's key
-            bandit_seed = self.secret_seed(seed, instance_set, i, "bandit")
-            sample_seeds = tuple(self.secret_seed(10_000 + 97 * seed + n + 1_000_003 * j, instance_set, i, "sample", j)
-                                 for j in range(REPLICAS))
+            # the bandit (true model) and the logged datasets: published seeds, or (a secret set) drawn from this
+            # object's key; secret_seed alone would draw the train set too, which is published
+            def draw(public: int, *label: Any) -> int:
+                return self.secret_seed(public, instance_set, i, *label) if secret else public
+
+            bandit_seed = draw(seed, "bandit")
+            sample_seeds = tuple(draw(10_000 + 97 * seed + n + 1_000_003 * j, "sample", j) for j in range(REPLICAS))
             name = f"{coverage}_kappa{kappa:g}_n{n}_" + (f"secret{i}" if secret else f"seed{seed}")
             out.append(_instance(name, coverage, kappa, n, bandit_seed, sample_seeds))
         return out

@@ -104,7 +104,9 @@ def test_secret_instances_differ_per_evaluator_object_and_name_no_seed():
     public = get_evaluator("fdiv_pessimism")
     public.public_seeds = True
     assert public.load_instances("test")[0].name == "covered_kappa4_n1000_seed100"
-    assert a.load_instances("train")[0].name == public.load_instances("train")[0].name  # train stays published
+    assert a.load_instances("train")[0].name == public.load_instances("train")[0].name  # train stays published,
+    assert all(np.array_equal(x.y, y.y) and x.bandit_seed == y.bandit_seed  # its data too, not only its names
+               for x, y in zip(a.load_instances("train"), public.load_instances("train")))
     ridge = get_evaluator("ridge_schedule")
     assert {i.seed for i in ridge.load_instances("train")}.isdisjoint({0, 5, 10, 15, 20, 25})
 
