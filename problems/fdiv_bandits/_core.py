@@ -9,8 +9,16 @@ rewards ``r`` in [0, 1] and reference policy ``pi_ref``::
 with ``D_f`` the reverse KL (``f(t) = t log t``) or the chi-square divergence (``f(t) = (t - 1)^2 / 2``,
 strongly convex). Learners see ``n`` logged triples ``(x, a, y)``, ``x ~ rho``, ``a ~ mu(.|x)``,
 ``y ~ Bernoulli(r(x, a))``, collected by a behaviour policy ``mu`` whose single-policy
-concentrability ``max pi*(a|x) / mu(a|x)`` is set by ``kappa``: ``mu = pi*/kappa + (1 - 1/kappa) nu``
-with ``nu ∝ max_a pi* - pi* + 1e-3`` (mass away from the optimum's mode), so it is close to ``kappa``.
+concentrability ``C* = max pi*(a|x) / mu(a|x)`` is set by ``kappa``, in one of two coverages
+(:data:`COVERAGES`):
+
+* ``covered``: ``mu = pi*/kappa + (1 - 1/kappa) nu`` with ``nu ∝ max_a pi* - pi* + 1e-3`` — the spare mass
+  goes to the actions the optimum plays least, so every action is seen often and ``C*`` is close to ``kappa``;
+* ``starved``: ``mu = pi*/kappa`` on every action but the optimum's mode, which gets the rest — the same
+  ``C* = kappa`` (reached on the off-mode actions), but the actions off the mode are seen only as often as
+  the concentrability forces. This is the regime of the paper's reverse-KL result: under single-policy
+  concentrability alone the plug-in learner's rare, noisy over-estimates are amplified by ``exp(eta r^)``,
+  and pessimism is what buys the ``1/n`` rate; for strongly convex ``f`` the plug-in needs no pessimism.
 
 * :func:`kl_pcb` — the paper's pessimistic learner for reverse KL: ``r~ = clip(r^ - b, 0, 1)``
   (0 where a pair was never seen), ``pi ∝ pi_ref exp(eta r~)``; ``b`` defaults to the Hoeffding
@@ -18,6 +26,10 @@ with ``nu ∝ max_a pi* - pi* + 1e-3`` (mass away from the optimum's mode), so i
 * :func:`plugin_policy` — the regularised maximiser of the plug-in estimate, no pessimism (the
   paper's algorithm for strongly convex ``f``; for KL it is the naive baseline).
 * :func:`greedy_policy` — argmax of ``r^`` (what one picks ignoring the regulariser).
+* :func:`lcb_greedy_policy` — argmax of the lower confidence bound ``r^ - b`` (the unregularised
+  pessimistic learner of offline bandits, e.g. Rashidinejad et al. 2021), judged on the regularised objective.
+* :func:`pessimistic_policy` — the regularised maximiser of ``r^ - b`` for either divergence (KL-PCB for KL;
+  for chi-square it shows what pessimism costs where the paper says it is not needed).
 
 The tabular least-squares estimate is the empirical mean per ``(x, a)``.
 """
@@ -30,6 +42,7 @@ from typing import Callable
 import numpy as np
 
 DIVERGENCES = ("kl", "chi2")
+COVERAGES = ("covered", "starved")
 
 
 @dataclass(frozen=True)
@@ -87,19 +100,28 @@ def concentrability(b: Bandit) -> float:
 
 
 def make_bandit(n_contexts: int, n_actions: int, eta: float, kappa: float, seed: int,
-                divergence: str = "kl") -> Bandit:
-    """A random bandit: uniform rho, r ~ U[0, 1], pi_ref = softmax(N(0, 1)), and the behaviour policy
-    mu = pi*/kappa + (1 - 1/kappa) nu, nu ∝ max(pi*) - pi* + 1e-3 (kappa >= 1): concentrability <= kappa,
-    and close to it because nu puts little mass on the optimum's mode."""
+                divergence: str = "kl", coverage: str = "covered") -> Bandit:
+    """A random bandit: uniform rho, r ~ U[0, 1], pi_ref = softmax(N(0, 1)), and a behaviour policy with
+    single-policy concentrability ~kappa (kappa >= 1) in the given coverage (module docstring): ``covered``
+    spreads the spare mass away from the optimum's mode; ``starved`` gives every off-mode action exactly
+    pi*/kappa (so C* = kappa) and the mode the rest. The same seed gives the same r and pi_ref in both."""
     if kappa < 1:
         raise ValueError("kappa must be >= 1")
+    if coverage not in COVERAGES:
+        raise ValueError(f"unknown coverage {coverage!r}; known: {COVERAGES}")
     rng = np.random.default_rng(seed)
     r = rng.uniform(0.0, 1.0, (n_contexts, n_actions))
     logits = rng.normal(0.0, 1.0, (n_contexts, n_actions))
     pi_ref = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
     star = regularised_optimum(r, pi_ref, eta, divergence)
-    nu = star.max(axis=1, keepdims=True) - star + 1e-3
-    mu = star / kappa + (1.0 - 1.0 / kappa) * nu / nu.sum(axis=1, keepdims=True)
+    if coverage == "covered":
+        nu = star.max(axis=1, keepdims=True) - star + 1e-3
+        mu = star / kappa + (1.0 - 1.0 / kappa) * nu / nu.sum(axis=1, keepdims=True)
+    else:
+        rows, mode = np.arange(n_contexts), star.argmax(axis=1)
+        mu = star / kappa
+        mu[rows, mode] = 0.0
+        mu[rows, mode] = 1.0 - mu.sum(axis=1)
     return Bandit(np.full(n_contexts, 1.0 / n_contexts), r, pi_ref, mu, float(eta), divergence)
 
 
@@ -141,6 +163,12 @@ def kl_pcb(counts: np.ndarray, means: np.ndarray, pi_ref: np.ndarray, eta: float
     return regularised_optimum(pessimistic_reward(counts, means, b), pi_ref, eta, "kl")
 
 
+def pessimistic_policy(counts: np.ndarray, means: np.ndarray, pi_ref: np.ndarray, eta: float, divergence: str,
+                       bonus: Callable[[np.ndarray], np.ndarray] = hoeffding_bonus) -> np.ndarray:
+    """Regularised optimum of the pessimistic estimate ``clip(r^ - b, 0, 1)`` (KL-PCB when ``divergence`` is KL)."""
+    return regularised_optimum(pessimistic_reward(counts, means, bonus(counts)), pi_ref, eta, divergence)
+
+
 def plugin_policy(counts: np.ndarray, means: np.ndarray, pi_ref: np.ndarray, eta: float,
                   divergence: str) -> np.ndarray:
     """Regularised optimum of the plug-in estimate (no pessimism; unseen pairs count as reward 0)."""
@@ -150,6 +178,16 @@ def plugin_policy(counts: np.ndarray, means: np.ndarray, pi_ref: np.ndarray, eta
 def greedy_policy(counts: np.ndarray, means: np.ndarray) -> np.ndarray:
     """Deterministic argmax of the plug-in estimate (ignores the regulariser)."""
     est = np.where(counts > 0, means, 0.0)
+    pi = np.zeros_like(est)
+    pi[np.arange(est.shape[0]), est.argmax(axis=1)] = 1.0
+    return pi
+
+
+def lcb_greedy_policy(counts: np.ndarray, means: np.ndarray,
+                      bonus: Callable[[np.ndarray], np.ndarray] = hoeffding_bonus) -> np.ndarray:
+    """Deterministic argmax of the lower confidence bound ``clip(r^ - b, 0, 1)`` (unseen pairs 0): pessimism
+    without the regulariser."""
+    est = pessimistic_reward(counts, means, bonus(counts))
     pi = np.zeros_like(est)
     pi[np.arange(est.shape[0]), est.argmax(axis=1)] = 1.0
     return pi

@@ -11,12 +11,19 @@ orthogonal to ``theta_t``), and ``theta_{t+1} = normalise(theta_t + eta_t (y_t -
 ``c = sqrt(1 - lam_t^2)``: the squared loss ``(y - f(<theta, a>))^2 / 2``'s gradient projected on the sphere's
 tangent space at ``theta_t``. While ``m_t = <theta_t, theta*>`` is ~ d^{-1/2} the drift ``~ eta lam f'(m) / d`` is tiny for
 links flat at 0 (burn-in); once ``m = Omega(1)`` it is a strongly concave ascent (learning). The
-schedule ``(eta_t, lam_t)`` is the design decision: :func:`two_phase_schedule` is our reconstruction
-of the paper's (constant step and exploration while searching, then ``eta ~ 1/t`` and ``lam ~ t^{-1/4}``);
-the exact constants of the paper were not available to us.
+schedule ``(eta_t, lam_t)`` is the design decision. **Neither schedule here is the paper's**: its theorem
+statements (the schedule and its constants) were not reachable with our tools (abstract and introduction
+only), so both are ours, with the shape the abstract describes (a burn-in, then a learning phase):
 
-Baselines: a fixed step (:func:`fixed_schedule`) and explore-then-commit (:func:`explore_then_commit`:
-uniform random actions, the moment estimator ``sum y a`` normalised, then commit).
+* :func:`two_phase_schedule` — constant step and exploration during a burn-in of guessed length, then
+  ``lam ~ t^{-1/4}`` and a Robbins-Monro step; every constant is a guess of ours.
+* :func:`mean_field_schedule` — the same burn-in (still guessed), then a learning phase derived by us from the
+  mean-field drift of this very update (derivation in its docstring): ``lam_t = sqrt((d-1) sigma / (sqrt(2)
+  f'(1))) t^{-1/4}`` and ``eta_t = 1 / (sqrt(2) f'(1) sigma sqrt(t))``.
+
+Baselines: a fixed step (:func:`fixed_schedule`), explore-then-commit (:func:`explore_then_commit`:
+uniform random actions, the moment estimator ``sum y a`` normalised, then commit), and the optimistic
+learners OFUL / LinUCB and GLM-UCB (:mod:`._ucb`).
 """
 
 from __future__ import annotations
@@ -92,7 +99,8 @@ def run_sgd(theta_star: np.ndarray, theta0: np.ndarray, link: str, eta: np.ndarr
 
 def two_phase_schedule(T: int, d: int, degree: int, eta0: float = 0.5, lam0: float = 0.7
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """Burn-in, then learning (our reconstruction of the paper's schedule; its constants were not available).
+    """Burn-in, then learning: a schedule of ours with guessed constants (not the paper's, whose theorem we could
+    not read; see the module docstring).
 
     Burn-in: ``eta = eta0 / sqrt(d)``, ``lam = lam0`` for ``T_b = 2 d^2 (d / 10)^{(degree - 1) / 3}`` rounds
     (the search time grows with d faster for links flat at 0). Learning (``s = t``, the round index, so ``s >= T_b``):
@@ -101,13 +109,43 @@ def two_phase_schedule(T: int, d: int, degree: int, eta0: float = 0.5, lam0: flo
     ``f'(1) = degree`` for the links here.
     """
     t = np.arange(T, dtype=float)
-    burn = max(1, int(2 * d * d * (d / 10.0) ** ((max(degree, 1) - 1) / 3.0)))
+    burn = burn_in_length(d, degree)
     eta = np.full(T, eta0 / np.sqrt(d))
     lam = np.full(T, lam0)
     late = t >= burn
     s = t[late]  # the round index itself, so the learning phase continues the burn-in clock
     lam[late] = lam0 * (burn / s) ** 0.25
     eta[late] = np.minimum(eta0 / np.sqrt(d), 2.0 * d / (lam[late] ** 2 * degree ** 2 * s))
+    return eta, lam
+
+
+def burn_in_length(d: int, degree: int) -> int:
+    """Our guess of the burn-in length, ``2 d^2 (d / 10)^{(degree - 1) / 3}`` rounds (not derived)."""
+    return max(1, int(2 * d * d * (d / 10.0) ** ((max(degree, 1) - 1) / 3.0)))
+
+
+def mean_field_schedule(T: int, d: int, degree: int, sigma: float, eta0: float = 0.5, lam0: float = 0.7
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """The guessed burn-in of :func:`two_phase_schedule`, then a learning phase derived from the update's drift.
+
+    Derivation (ours). Near the optimum write ``e = 1 - m``, ``w = <u, theta*>`` (``E w^2 = (1 - m^2) / (d - 1)
+    ~ 2e / (d - 1)``) and ``R = y - f(c)``. One step changes ``m`` by ``eta f'(c) lam R w`` and the
+    normalisation shrinks it by ``m eta^2 f'(c)^2 lam^2 R^2 / 2``; with ``E[R w] ~ f'(c m) lam E w^2`` and
+    ``E R^2 ~ sigma^2`` this gives ``E de = -k e + eta^2 f'^2 lam^2 sigma^2 / 2`` with ``k = 2 eta f'^2 lam^2 /
+    (d - 1)``. The step ``eta_t = c0 (d - 1) / (2 f'^2 lam_t^2 t)`` (so ``k = c0 / t``) with ``lam_t^2 = L t^{-1/2}``
+    leaves ``e_t = c0^2 (d - 1)^2 sigma^2 / (8 (c0 - 1/2) f'^2 lam_t^2 t)``, smallest at ``c0 = 1``. The
+    per-round regret ``~ f'(1) (lam^2 / 2 + e)`` is then smallest at ``lam_t^4 = (d - 1)^2 sigma^2 / (2 f'^2 t)``,
+    so ``lam_t = sqrt((d - 1) sigma / (sqrt(2) f'(1))) t^{-1/4}`` and ``eta_t = 1 / (sqrt(2) f'(1) sigma
+    sqrt(t))`` (regret ~ ``d sigma sqrt(T)``, the linear-bandit rate), with ``f'(1) = degree`` for the links here.
+    Both are capped at the burn-in values. The formulas hold only once ``m`` is near 1: applied from round 1
+    they shrink the exploration before the search is over (docs/families/ridge_bandits.md).
+    """
+    eta, lam = fixed_schedule(T, d, eta0, lam0)
+    t = np.arange(T, dtype=float)
+    late = t >= burn_in_length(d, degree)
+    fp = float(max(degree, 1))
+    lam[late] = np.minimum(lam0, np.sqrt((d - 1) * sigma / (np.sqrt(2.0) * fp)) * t[late] ** -0.25)
+    eta[late] = np.minimum(eta0 / np.sqrt(d), 1.0 / (np.sqrt(2.0) * fp * sigma * np.sqrt(t[late])))
     return eta, lam
 
 

@@ -29,8 +29,9 @@ def _header(path: Path, key: str, default: str) -> str:
 
 
 def fdiv_table(ev) -> dict[str, list[list[float]]]:
-    """The offline table of the fdiv attack: for each published test instance, keyed by its counts, the bonus
-    that takes each empirical mean down to the true reward (trusted code with the true model)."""
+    """The offline table of the fdiv attack: for each logged dataset of each published test instance, keyed by
+    its counts, the bonus that takes each empirical mean down to the true reward (trusted code with the true
+    model)."""
     from hifo.evaluators.fdiv_pessimism import N_ACTIONS, N_CONTEXTS, _bandit
     from hifo.problems.fdiv_bandits import statistics
 
@@ -38,9 +39,10 @@ def fdiv_table(ev) -> dict[str, list[list[float]]]:
     public.public_seeds = True
     table = {}
     for inst in public.load_instances("test"):
-        counts, means = statistics((N_CONTEXTS, N_ACTIONS), inst.x, inst.a, inst.y)
-        true_r = _bandit(inst.kappa, inst.bandit_seed).r
-        table[",".join(str(int(c)) for c in counts.ravel())] = np.maximum(means - true_r, 0.0).tolist()
+        true_r = _bandit(inst.coverage, inst.kappa, inst.bandit_seed).r
+        for x, a, y in zip(inst.x, inst.a, inst.y):
+            counts, means = statistics((N_CONTEXTS, N_ACTIONS), x, a, y)
+            table[",".join(str(int(c)) for c in counts.ravel())] = np.maximum(means - true_r, 0.0).tolist()
     return table
 
 
@@ -102,10 +104,12 @@ def test_secret_instances_differ_per_evaluator_object_and_name_no_seed():
     assert np.array_equal(ia[0].x, a.load_instances("test")[0].x)  # the same object: the same instances
     public = get_evaluator("fdiv_pessimism")
     public.public_seeds = True
-    assert public.load_instances("test")[0].name == "kappa4_n1000_seed100"
-    assert a.load_instances("train")[0].name == public.load_instances("train")[0].name  # train stays published
+    assert public.load_instances("test")[0].name == "covered_kappa4_n1000_seed100"
+    assert a.load_instances("train")[0].name == public.load_instances("train")[0].name  # train stays published,
+    assert all(np.array_equal(x.y, y.y) and x.bandit_seed == y.bandit_seed  # its data too, not only its names
+               for x, y in zip(a.load_instances("train"), public.load_instances("train")))
     ridge = get_evaluator("ridge_schedule")
-    assert {i.seed for i in ridge.load_instances("train")}.isdisjoint({0, 10, 20})
+    assert {i.seed for i in ridge.load_instances("train")}.isdisjoint({0, 5, 10, 15, 20, 25})
 
 
 def _shared_data_instances(name: str) -> list:

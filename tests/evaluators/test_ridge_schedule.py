@@ -24,6 +24,13 @@ compiled = partial(compile_entry, entry="schedule")
 
 def test_declaration(ev):
     assert ev.name == "ridge_schedule" and ev.direction == "minimize" and ev.primary_metric == "regret"
+    # every baseline has stored figures on both sets (an empty table would make the figure test vacuous)
+    assert set(ev.reference_figures) == set(ev.baselines) and ev.reference_figures["mean_field"]["test"]
+
+
+def test_the_docstring_the_model_reads_does_not_call_our_schedule_the_papers():
+    doc = " ".join(RidgeSchedule.template.docstring.split())
+    assert "paper's schedule" not in doc and "ours, not the paper's" in doc
     from hifo.evaluators.registry import get_evaluator
     assert isinstance(get_evaluator("ridge_schedule"), RidgeSchedule)
 
@@ -65,7 +72,7 @@ def test_slot_gets_sizes_only(ev):
 
     for inst in ev.load_instances("train"):
         ev.solve(spy, inst)
-    assert seen == [(3000, 10, 1), (3000, 10, 2), (3000, 12, 3)]
+    assert seen == [(3000, 10, 1), (3000, 16, 1), (3000, 10, 2), (3000, 14, 2), (3000, 8, 3), (3000, 12, 3)]
 
 
 def test_out_of_domain_schedules_are_clipped_by_the_algorithm(ev):

@@ -6,8 +6,8 @@
 # against that exact realisation (the schedule is open-loop, but the realisation is not random to us).
 import numpy as np
 
-PUBLISHED = {(10, 3000, 1): 0, (10, 3000, 2): 10, (12, 3000, 3): 20, (20, 5000, 1): 100, (16, 5000, 2): 110,
-             (16, 5000, 3): 120, (24, 5000, 3): 130}
+PUBLISHED = {(10, 3000, 1): 0, (16, 3000, 1): 5, (10, 3000, 2): 10, (14, 3000, 2): 15, (8, 3000, 3): 20,
+             (12, 3000, 3): 25, (20, 5000, 1): 100, (16, 5000, 2): 110, (16, 5000, 3): 120, (24, 5000, 3): 130}
 LINK = {1: lambda x: x, 2: lambda x: x * np.abs(x), 3: lambda x: x ** 3}
 ETAS = np.array([0.0, 0.05, 0.2, 0.5, 1.5, 5.0, 10.0])
 LAMS = np.array([0.02, 0.1, 0.3, 0.6, 0.9])

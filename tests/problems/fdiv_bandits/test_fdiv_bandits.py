@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hifo.problems.fdiv_bandits import (concentrability, divergence_value, hoeffding_bonus, kl_pcb, log_log_slope,
-                                        make_bandit, objective, plugin_policy, regularised_optimum, sample,
-                                        statistics, suboptimality)
+from hifo.problems.fdiv_bandits import (concentrability, divergence_value, hoeffding_bonus, kl_pcb, lcb_greedy_policy,
+                                        log_log_slope, make_bandit, objective, pessimistic_policy, plugin_policy,
+                                        regularised_optimum, sample, statistics, suboptimality)
 
 NS = np.array([500, 1000, 2000, 4000, 8000, 16000])
 SEEDS = range(40)
@@ -71,3 +71,48 @@ def test_a_bonus_that_does_not_shrink_breaks_the_rate():
     floor = lambda c: np.maximum(hoeffding_bonus(c), np.where(np.arange(c.shape[1]) % 2 == 0, 0.2, 0.0))  # noqa: E731
     gaps = _mean_subopt(lambda b, c, m: kl_pcb(c, m, b.pi_ref, b.eta, floor), "kl")
     assert log_log_slope(NS[3:], gaps[3:]) > -0.5
+
+
+@pytest.mark.parametrize("divergence", ["kl", "chi2"])
+def test_starved_coverage_has_the_same_concentrability_and_starves_the_off_mode_actions(divergence):
+    for kappa in (4.0, 16.0):
+        covered = make_bandit(4, 5, 10.0, kappa, 3, divergence)
+        starved = make_bandit(4, 5, 10.0, kappa, 3, divergence, coverage="starved")
+        assert np.array_equal(covered.r, starved.r) and np.array_equal(covered.pi_ref, starved.pi_ref)
+        assert np.isclose(concentrability(starved), kappa) and concentrability(covered) <= kappa + 1e-9
+        assert np.allclose(starved.mu.sum(axis=1), 1.0) and np.all(starved.mu >= 0)
+        star = regularised_optimum(starved.r, starved.pi_ref, 10.0, divergence)
+        off = np.ones_like(star, dtype=bool)
+        off[np.arange(4), star.argmax(axis=1)] = False
+        assert np.allclose(starved.mu[off], star[off] / kappa)
+        assert starved.mu[off].sum() < covered.mu[off].sum()  # the spare mass no longer goes off the mode
+
+
+def _n_subopt(learner, divergence: str, n: int, seeds=range(40)) -> np.ndarray:
+    out = []
+    for s in seeds:
+        b = make_bandit(4, 5, 10.0, 4.0, s, divergence, coverage="starved")
+        c, m = statistics(b.r.shape, *sample(b, n, 1000 + s))
+        out.append(n * suboptimality(b, learner(b, c, m)))
+    return np.array(out)
+
+
+def test_pessimism_is_needed_for_reverse_kl_but_not_for_strongly_convex_f():
+    """The paper's separation, on starved data at C* = 4, eta = 10, n = 8000 (40 bandits): for reverse KL the
+    pessimistic learner's 90th percentile of n * subopt is far below the plug-in learner's; for chi-square
+    (strongly convex f) the plug-in learner needs no pessimism and beats the pessimistic one."""
+    def q90(learner, divergence):
+        return np.quantile(_n_subopt(learner, divergence, 8000), 0.9)
+
+    pes = lambda div: lambda b, c, m: pessimistic_policy(c, m, b.pi_ref, b.eta, div)  # noqa: E731
+    plug = lambda div: lambda b, c, m: plugin_policy(c, m, b.pi_ref, b.eta, div)  # noqa: E731
+    assert q90(pes("kl"), "kl") < 0.5 * q90(plug("kl"), "kl")
+    assert q90(plug("chi2"), "chi2") < q90(pes("chi2"), "chi2")
+
+
+def test_pessimistic_policy_is_kl_pcb_for_kl_and_lcb_greedy_is_deterministic():
+    b = make_bandit(4, 5, 10.0, 4.0, 0, coverage="starved")
+    c, m = statistics(b.r.shape, *sample(b, 500, 1))
+    assert np.allclose(pessimistic_policy(c, m, b.pi_ref, b.eta, "kl"), kl_pcb(c, m, b.pi_ref, b.eta))
+    pi = lcb_greedy_policy(c, m)
+    assert np.all(pi.sum(axis=1) == 1) and set(np.unique(pi)) <= {0.0, 1.0}

@@ -6,8 +6,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from hifo.problems.ridge_bandits import (explore_then_commit, first_time, fixed_schedule, make_instance, run_sgd,
-                                         two_phase_schedule)
+from hifo.problems.ridge_bandits import (burn_in_length, explore_then_commit, first_time, fixed_schedule, make_instance,
+                                         mean_field_schedule, run_sgd, run_ucb, two_phase_schedule)
 
 R, T, SIGMA = 8, 4000, 0.1
 DIMS = (8, 16, 32)
@@ -66,3 +66,25 @@ def test_explore_then_commit_commits_to_its_estimate():
     ts, _ = make_instance(8, 3)
     tr = explore_then_commit(ts, "linear", 500, 400, SIGMA, 2)
     assert np.allclose(tr.regret[400:], tr.regret[-1]) and tr.overlap[-1] > 0.9
+
+
+def test_mean_field_learning_phase_beats_the_guessed_one():
+    """Our drift-derived learning phase (lam ~ t^-1/4, eta ~ t^-1/2 with derived constants) after the same
+    burn-in: lower regret after burn-in than the guessed constants of two_phase_schedule."""
+    ts, th0 = _instances(16)
+    derived = run_sgd(ts, th0, "linear", *mean_field_schedule(T, 16, 1, SIGMA), SIGMA, 5)
+    guessed = run_sgd(ts, th0, "linear", *two_phase_schedule(T, 16, 1), SIGMA, 5)
+    tail = slice(T // 2, T)
+    assert derived.regret[:, tail].mean() < 0.7 * guessed.regret[:, tail].mean()
+    eta, lam = mean_field_schedule(T, 16, 1, SIGMA)
+    late = np.arange(T) >= burn_in_length(16, 1)
+    assert np.all(np.diff(lam[late]) <= 0) and np.all(np.diff(eta[late]) <= 0) and lam[late][-1] < 0.2
+
+
+def test_oful_learns_the_linear_bandit_and_glm_ucb_a_flat_link():
+    ts, _ = _instances(8)
+    oful = run_ucb(ts[:4], "linear", 1500, SIGMA, 3)
+    assert oful.overlap[:, -1].mean() > 0.95 and oful.regret[:, -300:].mean() < 0.1
+    glm = run_ucb(ts[:4], "quadratic", 1500, SIGMA, 3)
+    assert glm.overlap[:, -1].mean() > 0.9 and glm.regret[:, -300:].mean() < 0.2
+    assert np.all(oful.regret >= 0) and np.all(glm.regret >= 0)
