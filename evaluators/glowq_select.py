@@ -143,6 +143,7 @@ class GlowQSelect(Evaluator):
     # float32 torch in the parent's score: with 2 BLAS/OpenMP threads in the parent the perplexity moved by
     # 1.2e-7 relative and its gap to the full-precision model by 2.2e-6 (`python -m
     # hifo.evaluators.determinism glowq_select`; pinned kernels otherwise bit-identical); declared 10x that.
+    # Re-checked for the rank slot (issue 30, `--configs plain threads`): bit-identical (max rel diff 0).
     fitness_rtol = {"ppl": 1e-6, "ppl_gap": 2e-5}
     template = _TEMPLATE
     limits = Limits(timeout_s=30.0, cpu_s=60, memory_mb=4096)
