@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> dict:
                  "fp_ppl": {s: next(r["fp_ppl"] for r in rows if r["seed"] == s) for s in seeds}, "rows": rows,
                  "wall_s": 0.0}
     print(f"{out['model_params']} parameters; model seeds {list(seeds)}; perplexity mean over seeds (extra params)")
-    keys = sorted({(r["bits"], r["rank"], r["method"]) for r in rows}, key=lambda k: (k[0], k[1]))
+    order = ["rtn", *METHODS, *(f"glowq_s:{rule}" for rule in (*RULES, "water_filling"))]
+    keys = sorted({(r["bits"], r["rank"], r["method"]) for r in rows}, key=lambda k: (k[0], k[1], order.index(k[2])))
     summary = []
     print(f"{'bits':>4} {'rank':>4} {'method':24} {'ppl':>8} {'sd':>7} {'extra':>7}")
     for bits, rank, method in keys:
