@@ -1,45 +1,47 @@
 """PTQ4ARVG: post-training quantization of autoregressive visual generation models (Liu et al., ICLR 2026), CPU scale.
 
-Every linear layer of the transformer blocks of :class:`TinyARVG` (trained here on generated 8x8 images)
-gets fake-quantized weights (symmetric, per output channel) and activations (asymmetric, static: ranges
-fixed from calibration data, none computed at inference):
+Every linear layer of the transformer blocks of :class:`TinyARVG` (trained here on generated 8x8 images) and
+its output head get fake-quantized weights (symmetric, per output channel) and activations (asymmetric,
+static: ranges fixed from calibration data, none computed at inference):
 
 * ``minmax``: per-tensor activation range (baseline);
 * ``smoothquant``: per-input-channel migration ``s_j = max|X_j|^a / max|W_j|^(1-a)`` (``a = 0.5``), then minmax;
-* ``ptq4arvg``: **gain-projected scaling** (GPS, :func:`gps_scales`): the outlier channel (largest range)
-  takes SmoothQuant's scale, which fixes the quantization steps; every other channel ``i`` is scaled by the
-  minimiser of the second-order loss model ``E(s) = s^2 ||dX_i||^2 ||W_i||^2 + ||X_i||^2 ||dW_i||^2 / s^2`` (the
-  activation error is carried by the scaled-up weight, the weight error by the scaled-down activation):
-  ``s_i^4 = ||X_i||^2 ||dW_i||^2 / (||dX_i||^2 ||W_i||^2)``, clipped so that no range grows (the steps stay
-  fixed, as the expansion assumes); **static token-wise quantization** (STWQ): one static activation range
-  per token position (the sequence length is fixed and a position's distribution is shared across samples,
-  so the class/sink token and the first rows get their own ranges at no dynamic cost); and
-  **distribution-guided calibration** (DGC, :func:`dgc_select`): from a pool of candidate sequences, keep the
-  ``k`` whose final features lie farthest (Mahalanobis) from the pool's distribution, the samples that add
-  most to its entropy, instead of the first ``k``.
+* ``ptq4arvg``: the method as the official code (``github.com/BienLuky/PTQ4ARVG``) places it
+  (:mod:`._official`): **gain-projected scaling** (GPS) on the norm-fed layers (``qkv``, ``fc1``, ``head``)
+  with ``calculate_scales_hessian``'s factors and one percentile-searched range per tensor, and **static
+  token-wise quantization** on ``proj`` and ``fc2``: one percentile-searched range per group of positions
+  (0, 1, 2, 3, 4-7, 8+);
+* ``ptq4arvg_v1``: this project's first version (GPS from a loss model derived here, :func:`gps_scales`,
+  with one min-max range per position, on all four block layers; the head per-tensor min-max), kept for
+  comparison.
+
+**Distribution-guided calibration** (DGC, :func:`dgc_select`) here keeps the ``k`` pool samples whose
+features lie farthest (Mahalanobis) from the pool's distribution. The official DGC differs: it samples with
+classifier-free guidance and uses the Mahalanobis distances only to choose the *fraction* of conditional vs
+unconditional calibration samples; the tiny generator here has no CFG (partial, issue 30).
 
 Metric: next-pixel negative log-likelihood (nats/token) on held-out images. Departures: the paper quantizes
 0.3-3B ARVG models (VAR, RAR, PAR, MAR) and reports FID/IS; here the model has ~80k parameters and the sample
-quality proxy is the likelihood; the GPS loss model above is derived here from the paper's description (the
-official code, which was read and not copied, differs in details); DGC uses the mean final feature per sample.
+quality proxy is the likelihood; the official code's other details are listed in :mod:`._official`.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Callable
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from ._model import SEQ, TinyARVG, draw, nll, sequences, trained_arvg
+from ._official import (TOKEN_AWARE, TOKEN_GROUPS, affine_quant, gps_scales_official, percentile_range,
+                        token_group_ranges)
 
 __all__ = ["TinyARVG", "draw", "sequences", "nll", "trained_arvg", "fake_quant", "act_range", "gps_scales",
            "smoothquant_scales", "quant_weight", "dgc_select", "mahalanobis", "sample_features", "quantize_model", "METHODS",
-           "outlier_stats"]
+           "outlier_stats", "gps_scales_official", "percentile_range", "token_group_ranges", "affine_quant",
+           "TOKEN_GROUPS"]
 
-METHODS = ("minmax", "smoothquant", "ptq4arvg")
+METHODS = ("minmax", "smoothquant", "ptq4arvg", "ptq4arvg_v1")
 _LAYERS = ("qkv", "proj", "fc1", "fc2")
 
 
@@ -114,33 +116,39 @@ def sample_features(model: TinyARVG, seqs: torch.Tensor) -> torch.Tensor:
 
 
 class QuantLinear(nn.Module):
-    s: torch.Tensor  # buffers: channel scales and static activation range (scalar or per token position)
+    """Per-output-channel weights and static activation quantization: ``x / s`` quantized on the range
+    ``[lo, hi]`` (min-max form) or with the step ``delta`` and integer zero point ``zero`` (the official
+    quantizer's form); scalars or one per token position (``T x 1``)."""
+
+    s: torch.Tensor
     lo: torch.Tensor
     hi: torch.Tensor
 
-    def __init__(self, lin: nn.Linear, s: torch.Tensor, lo, hi, bits: int):
+    def __init__(self, lin: nn.Linear, s: torch.Tensor, lo, hi, bits: int, affine: bool = False):
         super().__init__()
         self.register_buffer("s", s)
-        self.register_buffer("lo", torch.as_tensor(lo))
-        self.register_buffer("hi", torch.as_tensor(hi))
+        self.register_buffer("lo", torch.as_tensor(lo))  # delta when affine
+        self.register_buffer("hi", torch.as_tensor(hi))  # zero point when affine
         self.weight = nn.Parameter(quant_weight(lin.weight.detach() * s, bits), requires_grad=False)
         self.bias = lin.bias
         self.bits = bits
+        self.affine = affine
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         T = x.shape[1]
         lo, hi = (self.lo[:T], self.hi[:T]) if self.lo.dim() == 2 else (self.lo, self.hi)
-        return F.linear(fake_quant(x / self.s, lo, hi, self.bits), self.weight, self.bias)
+        xs = x / self.s
+        xq = affine_quant(xs, lo, hi, self.bits) if self.affine else fake_quant(xs, lo, hi, self.bits)
+        return F.linear(xq, self.weight, self.bias)
 
 
 def _inputs(model: TinyARVG, calib: torch.Tensor) -> dict[str, torch.Tensor]:
     acts: dict[str, torch.Tensor] = {}
     hooks = []
-    for i, b in enumerate(model.blocks):
-        for name in _LAYERS:
-            def hook(_m, args, _o, key=f"{i}.{name}"):
-                acts[key] = args[0].detach()
-            hooks.append(getattr(b, name).register_forward_hook(hook))
+    for key, mod in _quantized_layers(model):
+        def hook(_m, args, _o, key=key):
+            acts[key] = args[0].detach()
+        hooks.append(mod.register_forward_hook(hook))
     with torch.no_grad():
         model(calib)
     for h in hooks:
@@ -148,25 +156,47 @@ def _inputs(model: TinyARVG, calib: torch.Tensor) -> dict[str, torch.Tensor]:
     return acts
 
 
+def _quantized_layers(model: TinyARVG) -> list[tuple[str, nn.Module]]:
+    return [(f"{i}.{n}", getattr(b, n)) for i, b in enumerate(model.blocks) for n in _LAYERS] + [("head", model.head)]
+
+
+def _set_layer(model: TinyARVG, key: str, new: nn.Module) -> None:
+    if key == "head":
+        model.head = new  # type: ignore[assignment]
+    else:
+        i, name = key.split(".")
+        setattr(model.blocks[int(i)], name, new)
+
+
+def _quantized_layer(method: str, key: str, lin: nn.Linear, X: torch.Tensor, bits: int) -> QuantLinear:
+    W = lin.weight.detach()
+    kind = key.split(".")[-1]
+    if method == "ptq4arvg":  # the official placement (see ._official)
+        if kind in TOKEN_AWARE:
+            delta, zero = token_group_ranges(X, bits)
+            return QuantLinear(lin, torch.ones(W.shape[1]), delta, zero, bits, affine=True)
+        s = gps_scales_official(X, W, bits, lambda w: quant_weight(w, bits))
+        delta, zero = percentile_range(X / s, bits)
+        return QuantLinear(lin, s, delta, zero, bits, affine=True)
+    if method == "ptq4arvg_v1":  # this project's first version: GPS-v1 and per-position ranges everywhere
+        s = gps_scales(X, W, bits, token_wise=True) if kind != "head" else torch.ones(W.shape[1])
+        lo, hi = act_range(X / s, True)
+        return QuantLinear(lin, s, lo, hi, bits)
+    s = smoothquant_scales(X, W) if method == "smoothquant" else torch.ones(W.shape[1])
+    lo, hi = act_range(X / s, False)
+    return QuantLinear(lin, s, lo, hi, bits)
+
+
 def quantize_model(model: TinyARVG, method: str, bits: int, calib: torch.Tensor) -> TinyARVG:
-    """A copy of ``model`` with every block linear layer quantized (W``bits``A``bits``) by ``method``,
-    calibrated on the sequences ``calib``."""
+    """A copy of ``model`` with every block linear layer and the output head quantized (W``bits``A``bits``)
+    by ``method``, calibrated on the sequences ``calib``."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; known: {METHODS}")
     q = copy.deepcopy(model)
     acts = _inputs(model, calib)
-    for i, b in enumerate(q.blocks):
-        for name in _LAYERS:
-            lin, X = getattr(b, name), acts[f"{i}.{name}"]
-            W = lin.weight.detach()
-            tw = method == "ptq4arvg"
-            scale_fn: Callable[[], torch.Tensor] = {
-                "minmax": lambda: torch.ones(W.shape[1]),
-                "smoothquant": lambda: smoothquant_scales(X, W),
-                "ptq4arvg": lambda: gps_scales(X, W, bits, token_wise=True)}[method]
-            s = scale_fn()
-            lo, hi = act_range(X / s, tw)
-            setattr(b, name, QuantLinear(lin, s, lo, hi, bits))
+    for key, lin in _quantized_layers(q):
+        assert isinstance(lin, nn.Linear)
+        _set_layer(q, key, _quantized_layer(method, key, lin, acts[key], bits))
     return q
 
 

@@ -1,4 +1,4 @@
-"""hifo.evaluators.glowq_select: baselines' figures, the parent's own parameter count and perplexity."""
+"""hifo.evaluators.glowq_select: baselines' figures, the parent's own parameter count and rank checks, perplexity."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def instance(ev):
     return ev.load_instances("train")[0]
 
 
-compiled = partial(compile_entry, entry="choose_groups")
+compiled = partial(compile_entry, entry="choose_ranks")
 
 
 def test_declaration_and_instances_carry_no_model(ev, instance):
@@ -35,10 +35,14 @@ def test_declaration_and_instances_carry_no_model(ev, instance):
     assert isinstance(inspect.getattr_static(GlowQSelect, "solve"), staticmethod)
     assert len(instance.groups) == 8 and all(isinstance(v, (str, int, float, list)) for g in instance.groups
                                              for v in g.values())
-    assert instance.budget < sum(g["extra_params"] for g in instance.groups)
+    assert instance.budget < instance.rank * sum(g["params_per_rank"] for g in instance.groups)
+    assert all(len(g["singular_values"]) == 16 and "weight_norm" in g for g in instance.groups)
 
 
-@pytest.mark.parametrize("name", ["glowq_s", "none", "in_order", "largest_error"])
+BASELINES = ["gsvd", "none", "uniform", "norm_error", "layer_order", "water_filling"]
+
+
+@pytest.mark.parametrize("name", BASELINES)
 def test_baselines_reach_reference_figures(ev, instance, name):
     metrics = ev.score(instance, ev.solve(compiled(ev.baselines[name]), instance))
     for key, want in ev.reference_figures[name]["train"].items():
@@ -47,13 +51,24 @@ def test_baselines_reach_reference_figures(ev, instance, name):
         assert metrics["ppl"] < ev.reference_figures["none"]["train"]["ppl"]
 
 
-def test_parent_counts_the_budget_and_checks_names(ev, instance):
-    everything = [g["name"] for g in instance.groups]
-    for bad in (everything, ["0.qkv", "0.qkv"], ["9.qkv"], "0.qkv", [1]):
+def test_parent_counts_the_budget_and_checks_ranks(ev, instance):
+    everything = {g["name"]: 16 for g in instance.groups}
+    for bad in (everything, {"9.qkv": 1}, {"0.qkv": -1}, {"0.qkv": 17}, {"0.qkv": 2.5}, {"0.qkv": True},
+                ["0.qkv"], "0.qkv"):
         with pytest.raises(InfeasibleSolution):
             ev.score(instance, bad)
-    m = ev.score(instance, ["0.qkv"])
+    m = ev.score(instance, {"0.qkv": 8})
     assert m["extra_params"] == 8 * (64 + 3 * 64) and m["extra_kib"] == pytest.approx(2 * 2048 / 1024)
+    # a per-group rank is a real choice: the same budget spent differently gives another perplexity
+    spread = ev.score(instance, {"0.qkv": 4, "1.qkv": 4})
+    assert spread["extra_params"] == m["extra_params"] and spread["ppl"] != m["ppl"]
+
+
+def test_solve_turns_numpy_integers_into_ints(instance):
+    import numpy as np
+
+    out = GlowQSelect.solve(lambda groups, budget, rank: {"0.qkv": np.int64(2), "1.o": 1.5}, instance)
+    assert out == {"0.qkv": 2, "1.o": 1.5} and type(out["0.qkv"]) is int
 
 
 def test_baseline_runs_in_the_sandbox(ev):
@@ -63,13 +78,13 @@ def test_baseline_runs_in_the_sandbox(ev):
     instances = ev.load_instances("train")
     score = score_result(ev, instances, run_job(make_job(ev, ev.baseline_source(), instances)))
     assert score.feasible, score.error
-    assert_figure(ev, score.metrics["ppl"], ev.reference_figures["glowq_s"]["train"]["ppl"], "ppl")
+    assert_figure(ev, score.metrics["ppl"], ev.reference_figures["gsvd"]["train"]["ppl"], "ppl")
 
 
 def test_parallel_scoring_in_threads_matches_serial(ev, instance):
     from concurrent.futures import ThreadPoolExecutor
 
-    sols = [["0.qkv"], ["1.down", "1.upgate"], []]
+    sols = [{"0.qkv": 8}, {"1.down": 4, "1.upgate": 2}, {}]
     serial = [ev.score(instance, s)["ppl"] for s in sols]
     with ThreadPoolExecutor(3) as ex:
         parallel = [m["ppl"] for m in ex.map(lambda s: ev.score(instance, s), sols)]
@@ -87,4 +102,4 @@ def test_the_test_model_is_secret_and_the_train_model_published():
         assert secret.load_instances("train")[0].groups == public.load_instances("train")[0].groups
         hidden, shown = secret.load_instances("test"), public.load_instances("test")
     assert all(i.model_seed != 0 for i in hidden) and all(i.model_seed == 0 for i in shown)
-    assert [g["error_energy"] for g in hidden[0].groups] != [g["error_energy"] for g in shown[0].groups]
+    assert [g["singular_values"] for g in hidden[0].groups] != [g["singular_values"] for g in shown[0].groups]

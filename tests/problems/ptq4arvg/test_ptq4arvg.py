@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hifo.problems.ptq4arvg import (act_range, dgc_select, fake_quant, gps_scales, mahalanobis, nll, quantize_model,
-                                    sequences, smoothquant_scales, trained_arvg)
+from hifo.problems.ptq4arvg import (act_range, affine_quant, dgc_select, fake_quant, gps_scales, gps_scales_official,
+                                    mahalanobis, nll, percentile_range, quantize_model, sequences, smoothquant_scales,
+                                    token_group_ranges, trained_arvg)
 from hifo.problems.ptq4arvg import quant_weight
 
 
@@ -93,6 +94,57 @@ def test_eight_bits_is_nearly_lossless_and_four_bits_is_not(model):
     val, calib = sequences(256, 7), sequences(32, 5)
     fp = nll(model, val)
     assert fp < 0.6  # learnt: uniform over 8 levels is 2.08 nats
-    for method in ("minmax", "smoothquant", "ptq4arvg"):
+    for method in ("minmax", "smoothquant", "ptq4arvg", "ptq4arvg_v1"):
         assert abs(nll(quantize_model(model, method, 8, calib), val) - fp) < 0.01
     assert nll(quantize_model(model, "minmax", 4, calib), val) > fp + 0.003
+
+
+def test_official_gps_factors_follow_calculate_scales_hessian():
+    """Channel by channel, as the official loop computes them: the outlier channel gets SmoothQuant's factor
+    on ranges, every other s_o (||X_i||^2 ||dW_i||^2 / (||dX_i||^2 ||Q(W)_i||^2))^(1/4) with dX_i measured at
+    the outlier channel's step and zero point; scaling stays exact in full precision."""
+    X, W = _acts(4)
+    bits = 4
+    s = gps_scales_official(X, W, bits, lambda w: quant_weight(w, bits))
+    flat = X.reshape(-1, 10)
+    rng = flat.amax(0) - flat.amin(0)
+    o = int(rng.argmax())
+    s_o = rng[o] ** 0.5 / (W[:, o].max() - W[:, o].min()) ** 0.5
+    assert s[o] == pytest.approx(float(s_o), rel=1e-5)
+    delta = (flat[:, o].max() - flat[:, o].min()) / 15
+    zero = torch.round(-flat[:, o].min() / delta)
+    QW = quant_weight(W, bits)
+    for i in range(10):
+        if i == o:
+            continue
+        xq = (torch.clamp(torch.round(flat[:, i] / delta) + zero, 0, 15) - zero) * delta
+        want = s_o * ((flat[:, i] ** 2).sum() * ((W[:, i] - QW[:, i]) ** 2).sum()
+                      / (((flat[:, i] - xq) ** 2).sum() * (QW[:, i] ** 2).sum())) ** 0.25
+        assert s[i] == pytest.approx(float(want), rel=1e-4), i
+    assert torch.allclose((X / s) @ (W * s).T, X @ W.T, atol=1e-3)
+
+
+def test_percentile_range_takes_the_clip_with_the_least_error():
+    x = torch.randn(20000, generator=torch.Generator().manual_seed(6)) ** 3  # heavy tails: clipping pays
+    delta, zero = percentile_range(x, 4)
+    errs = []
+    for pct in (0.999, 0.9999, 0.99999):
+        hi, lo = torch.quantile(x.double(), pct).float(), torch.quantile(x.double(), 1 - pct).float()
+        d = (hi - lo) / 15
+        errs.append((float(((x - affine_quant(x, d, torch.round(-lo / d), 4)) ** 2).sum()), float(d)))
+    assert float(delta) == pytest.approx(min(errs)[1], rel=1e-5)
+
+
+def test_token_groups_give_sink_and_first_positions_their_own_ranges():
+    """The paper's observation (sink tokens and the first positions carry distinct ranges): grouped static
+    ranges (0, 1, 2, 3, 4-7, 8+) quantize such activations with less error than one range."""
+    g = torch.Generator().manual_seed(7)
+    X = torch.randn(32, 16, 8, generator=g)
+    X[:, 0] *= 30  # a sink token
+    X[:, 1:4] *= 4
+    delta, zero = token_group_ranges(X, 4)
+    assert delta.shape == (16, 1) and len(torch.unique(delta[8:])) == 1 and len(torch.unique(delta[4:8])) == 1
+    grouped = ((X - affine_quant(X, delta, zero, 4)) ** 2).sum()
+    d1, z1 = percentile_range(X, 4)
+    single = ((X - affine_quant(X, d1, z1, 4)) ** 2).sum()
+    assert grouped < 0.5 * single
