@@ -45,7 +45,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         key = f"{attack}/{frac:.1f}"
         accs: dict[str, list[float]] = {r: [] for r in RULES}
         law_bad: list[float] = []
-        per_seed_mean: list[float] = []
         for seed in seeds:
             cfg = FLConfig(attack, frac, seed)
             for name, rule in RULES.items():

@@ -156,14 +156,15 @@ def client_round(setup: FLSetup, theta: np.ndarray, round_index: int, phase: int
     update; ``alie`` ("a little is enough", Baruch et al. 2019) sends mean - z * std of the honest updates
     (z from the number of clients and attackers); ``ipm`` (inner-product manipulation, Xie et al. 2020)
     sends -0.5 x the mean honest update; ``min_max`` / ``min_sum`` (Shejwalkar & Houmansadr 2021, the
-    aggregation-agnostic attacks) send mean - gamma * std with gamma as large as keeps them inside the
-    honest updates' spread (:func:`_adaptive_scale`). On ALIE, IPM, min-max and min-sum each attacker adds
-    its own Gaussian noise of the honest updates' per-coordinate std (min-max / min-sum: halved until the
-    attack's constraint holds at gamma = 0), so no two attackers send the same vector. Every attacker but
-    the label flipper reports the smallest honest loss of the round (a loss that buys weight). The
-    omniscient attacks know every honest update of the round, as in the papers. The noise comes from a
-    generator seeded by ``(seed, round_index, phase)``, so a replay draws the same noise whatever extra
-    rounds (``phase`` 1: a probe, see :func:`run_fl`) a rule asked for."""
+    aggregation-agnostic attacks) send mean - gamma * mean / |mean| (their "inverse unit vector") with
+    gamma as large as keeps them inside the honest updates' spread (:func:`_adaptive_scale`). On ALIE,
+    IPM, min-max and min-sum each attacker adds its own Gaussian noise of the honest updates'
+    per-coordinate std (min-max / min-sum: halved until the attack's constraint holds at gamma = 0), so
+    no two attackers send the same vector. Every attacker but the label flipper reports the smallest
+    honest loss of the round (a loss that buys weight). The omniscient attacks know every honest update
+    of the round, as in the papers. The noise comes from a generator seeded by ``(seed, round_index,
+    phase)``, so a replay draws the same noise whatever extra rounds (``phase`` 1: a probe, see
+    :func:`run_fl`) a rule asked for."""
     cfg = setup.config
     G = np.empty((cfg.n_clients, setup.dim))
     losses = np.empty(cfg.n_clients)
@@ -191,13 +192,14 @@ def client_round(setup: FLSetup, theta: np.ndarray, round_index: int, phase: int
     elif cfg.attack == "ipm":
         G[bad] = -IPM_EPS * mu + noise
     elif cfg.attack in ("min_max", "min_sum"):
-        gamma = _adaptive_scale(mu, -sd, noise, honest, cfg.attack)
+        direction = -mu / max(float(np.sqrt(mu @ mu)), 1e-12)  # the "inverse unit vector" perturbation
+        gamma = _adaptive_scale(mu, direction, noise, honest, cfg.attack)
         for _ in range(30):
             if gamma >= 0.0:
                 break
             noise = 0.5 * noise
-            gamma = _adaptive_scale(mu, -sd, noise, honest, cfg.attack)
-        G[bad] = mu - max(gamma, 0.0) * sd + noise
+            gamma = _adaptive_scale(mu, direction, noise, honest, cfg.attack)
+        G[bad] = mu + max(gamma, 0.0) * direction + noise
     return G, losses
 
 

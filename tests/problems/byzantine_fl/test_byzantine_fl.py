@@ -118,4 +118,5 @@ def test_robust_baselines_ignore_a_far_outlier(name):
     far = G.copy()
     far[:4] = 1e6
     out = RULES[name](far, np.zeros(20), 4, {})
-    assert np.linalg.norm(out - G[4:].mean(axis=0)) < 1.0
+    # inside the coordinate range of the 16 honest rows (the mean moves by 2e5)
+    assert np.all(out >= G[4:].min(axis=0)) and np.all(out <= G[4:].max(axis=0))
