@@ -86,7 +86,7 @@ def _body(fn: Callable[..., Any]) -> str:
 
 _TEMPLATE = FunctionTemplate(
     name="aggregate",
-    signature="def aggregate(updates: np.ndarray, losses: np.ndarray, f: int, memory: dict) -> Any:",
+    signature="def aggregate(updates: np.ndarray, losses: np.ndarray, f: int, memory: dict) -> np.ndarray | dict:",
     docstring=_DOCSTRING,
     baseline_body=_body(RULES["learnable_weights"]),
 )
