@@ -1,21 +1,23 @@
 """Byzantine-robust federated learning with learnable aggregation weights, after Parsa, Daghestani,
 Teixeira & Johansson, "Byzantine-Robust Federated Learning with Learnable Aggregation Weights"
-(FedLAW, ICLR 2026, arXiv 2511.03529).
+(ICLR 2026, arXiv 2511.03529; the paper calls its method FedLAW, a name Li et al., ICML 2023, already
+gave to a different learnable-weights method, so ours is called ``learnable_weights``).
 
 * :func:`run_fl` — federated softmax regression on scikit-learn's digits, 20 clients with a
   Dirichlet(0.5) label split, ``rounds`` rounds of 5 local gradient steps, with one of the attacks
-  (:data:`ATTACKS`: sign flip, ALIE, IPM, label flip) on a share of malicious clients;
-* :data:`RULES` — server aggregation rules: :func:`fedlaw` (alternating minimisation of the server
-  step and simplex-constrained client weights) and the baselines FedAvg, Krum, coordinate median,
-  trimmed mean and centred clipping.
+  (:data:`ATTACKS`: sign flip, ALIE, IPM, label flip, and the adaptive min-max / min-sum of Shejwalkar &
+  Houmansadr 2021) on a share of malicious clients; clients send updates and training losses
+  (:func:`client_round`), and a rule may ask for one probe round per round (the clients at a tentative model);
+* :data:`RULES` — server aggregation rules: :func:`learnable_weights` (the paper's alternating
+  minimisation of sum_i w_i f_i(theta) over the model and the weights on the sparse unit-capped simplex)
+  and the baselines FedAvg, Krum, Multi-Krum, Bulyan, geometric median, coordinate median, trimmed mean
+  and centred clipping.
 
-What is reconstructed, not taken from the paper: the server sees only client updates, so the weight
-subproblem uses the quadratic surrogate ``J(u, w) = sum_i w_i ||u - g_i||^2`` (the client losses'
-quadratic model around the current model, with the per-client constants the server cannot observe
-dropped); the weights live on the capped simplex ``{0 <= w_i <= 1/(n - f), sum w = 1}`` (sparsity
-comes from the cap, there is no separate l0 step); the scale (a linear model, 20 clients, 30 rounds) is
-far below the paper's MNIST/CIFAR-10 CNNs. Imports nothing else of ours (numpy; scikit-learn's
-on-disk digits).
+Scale and departures (no official code found; a third-party reproduction, github.com/NamanKu-tech/dissertation,
+was read to recover the paper's Algorithms 1-3 and Table 1): a linear model, 20 clients and 30 rounds instead of
+the paper's MLP/CNNs on MNIST/CIFAR-10 with up to 200 clients; the weight step size beta, the cap's slack
+scaled to n = 20 and an oracle-free clipping radius are ours (see the rule's comments). Imports nothing else of
+ours (numpy; scikit-learn's on-disk digits).
 """
 
 from hifo.problems.byzantine_fl._fl import (
@@ -23,7 +25,7 @@ from hifo.problems.byzantine_fl._fl import (
     FLConfig,
     FLRun,
     accuracy,
-    client_updates,
+    client_round,
     clip_to_box,
     digits,
     dirichlet_split,
@@ -33,14 +35,18 @@ from hifo.problems.byzantine_fl._fl import (
 )
 from hifo.problems.byzantine_fl._rules import (
     RULES,
+    bulyan,
     centered_clipping,
     coordinate_median,
     fedavg,
-    fedlaw,
+    geometric_median,
     krum,
+    learnable_weights,
+    multi_krum,
     trimmed_mean,
 )
 
-__all__ = ["ATTACKS", "RULES", "FLConfig", "FLRun", "accuracy", "centered_clipping", "client_updates", "clip_to_box",
-           "coordinate_median", "digits", "dirichlet_split", "fedavg", "fedlaw", "krum", "make_setup", "run_fl",
+__all__ = ["ATTACKS", "RULES", "FLConfig", "FLRun", "accuracy", "bulyan", "centered_clipping", "client_round",
+           "clip_to_box", "coordinate_median", "digits", "dirichlet_split", "fedavg",
+           "geometric_median", "krum", "learnable_weights", "make_setup", "multi_krum", "run_fl",
            "softmax_loss_grad", "trimmed_mean"]
