@@ -192,13 +192,32 @@ def evaluator_section(seeds: tuple[int, ...]) -> dict[str, Any]:
             "spearman_baselines_seed_mean": rho(avg["train"], avg["test"], base)}
 
 
+def _print_evaluator(ev_part: dict[str, Any]) -> None:
+    for s in ("train", "test"):
+        print(f"{s}: seed-mean " + "  ".join(f"{k}={v:.4f}" for k, v in ev_part["seed_mean"][s].items())
+              + "   seed std " + "  ".join(f"{k}={v:.4f}" for k, v in ev_part["seed_std"][s].items())
+              + f"   hull - best baseline, min over seeds {ev_part['hull_minus_best_min'][s]:.4f}")
+    print(f"Spearman train/test (stored sets): baselines {ev_part['spearman_baselines_stored']:.2f}, with hull and "
+          f"Poisson {ev_part['spearman_all_stored']:.2f}; seed means: {ev_part['spearman_baselines_seed_mean']:.2f}")
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only-evaluator", action="store_true",
+                    help="part 2 alone -> surface_recon_evaluator[_quick].json")
     args = ap.parse_args(argv)
     n, noises = (300, (0.01, 0.03)) if args.quick else (600, (0.005, 0.01, 0.02, 0.04))
     seeds = (0, 1, 2) if args.quick else (0, 1, 2, 3, 4)
     t_start = time.perf_counter()
+    RESULTS.mkdir(exist_ok=True)
+    if args.only_evaluator:
+        part = evaluator_section(seeds)
+        _print_evaluator(part)
+        path = RESULTS / ("surface_recon_evaluator_quick.json" if args.quick else "surface_recon_evaluator.json")
+        path.write_text(json.dumps({"evaluator": part, "wall_s": time.perf_counter() - t_start}, indent=1))
+        print(f"-> {path}")
+        return {"evaluator": part}
     try:
         import pymeshlab  # noqa: F401
     except ImportError:
@@ -229,16 +248,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               f"closed {s['closed_rate']:.2f}  manifold {s['manifold_rate']:.2f}")
     print()
     ev_part = evaluator_section(seeds)
-    for s in ("train", "test"):
-        print(f"{s}: seed-mean " + "  ".join(f"{k}={v:.4f}" for k, v in ev_part["seed_mean"][s].items())
-              + "   seed std " + "  ".join(f"{k}={v:.4f}" for k, v in ev_part["seed_std"][s].items())
-              + f"   hull - best baseline, min over seeds {ev_part['hull_minus_best_min'][s]:.4f}")
-    print(f"Spearman train/test (stored sets): baselines {ev_part['spearman_baselines_stored']:.2f}, with hull and "
-          f"Poisson {ev_part['spearman_all_stored']:.2f}; seed means: {ev_part['spearman_baselines_seed_mean']:.2f}")
+    _print_evaluator(ev_part)
     out = {"config": {"points": n, "noises": list(noises), "shapes": list(SHAPES), "seed": 1,
                       "poisson_depth": POISSON_DEPTH},
            "summary": summary, "cases": cases, "evaluator": ev_part, "wall_s": time.perf_counter() - t_start}
-    RESULTS.mkdir(exist_ok=True)
     path = RESULTS / ("surface_recon_quick.json" if args.quick else "surface_recon.json")
     path.write_text(json.dumps(out, indent=1))
     print(f"-> {path}  ({out['wall_s']:.0f} s)")

@@ -153,8 +153,9 @@ class SurfaceRecon(Evaluator):
         "spectral method gives the first scores, then reconstruction (a winding value per tetrahedron fitted to "
         "the scores by least squares, and a ball of tetrahedra carved from the convex hull, lowest winding value "
         "first, down to 0.5) and reorientation alternate for 3 rounds. Most shapes are non-convex (a C-shaped "
-        "tube, a peanut, a six-armed star), so the convex hull is a poor answer. Design the reorientation rule: from the current scores, each face's "
-        "surface likelihood, which side the last reconstruction put inside, and the edge-adjacency of "
+        "tube, a peanut, a six-armed star), so the convex hull is a poor answer. Design the reorientation "
+        "rule: from the current scores, each face's surface likelihood, which side the last reconstruction "
+        "put inside, and the edge-adjacency of "
         "candidates with their consistency signs, return the next scores. The final reconstruction is "
         "always closed and genus 0; minimise its Chamfer distance to the true surface."
     )

@@ -39,7 +39,7 @@ from scipy.sparse.linalg import eigsh
 from scipy.spatial import cKDTree
 
 from hifo.problems._repro import quantize
-from hifo.problems.surface_recon._mesh import Complex, local_spacing, oriented_boundary
+from hifo.problems.surface_recon._mesh import Complex, local_spacing
 
 CANDIDATE_Q = 0.2
 FLAT_POWER = 2.0  # pair weight ~ flatness ** FLAT_POWER (edge_pairs); 0 gives the unweighted pairs
