@@ -20,7 +20,8 @@ evaluator's own parent code) on the train shapes re-sampled with several seeds, 
 Poisson on the same clouds; the seed-to-seed standard deviation of each set mean is the noise the margin
 over the hull is compared with; the Spearman rank correlation of the baselines between the stored train
 set (seed 0) and the test set. Results: ``benchmarks/results/surface_recon.json`` (``--quick``:
-``surface_recon_quick.json``).
+``surface_recon_quick.json``; ``--part methods|evaluator`` runs one part: ``surface_recon_<part>[_quick].json``;
+``--shapes a,b`` restricts part 1).
 """
 
 from __future__ import annotations
@@ -201,37 +202,20 @@ def _print_evaluator(ev_part: dict[str, Any]) -> None:
           f"Poisson {ev_part['spearman_all_stored']:.2f}; seed means: {ev_part['spearman_baselines_seed_mean']:.2f}")
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only-evaluator", action="store_true",
-                    help="part 2 alone -> surface_recon_evaluator[_quick].json")
-    args = ap.parse_args(argv)
-    n, noises = (300, (0.01, 0.03)) if args.quick else (600, (0.005, 0.01, 0.02, 0.04))
-    seeds = (0, 1, 2) if args.quick else (0, 1, 2, 3, 4)
-    t_start = time.perf_counter()
-    RESULTS.mkdir(exist_ok=True)
-    if args.only_evaluator:
-        part = evaluator_section(seeds)
-        _print_evaluator(part)
-        path = RESULTS / ("surface_recon_evaluator_quick.json" if args.quick else "surface_recon_evaluator.json")
-        path.write_text(json.dumps({"evaluator": part, "wall_s": time.perf_counter() - t_start}, indent=1))
-        print(f"-> {path}")
-        return {"evaluator": part}
+def methods_section(shapes: tuple[str, ...], n: int, noises: tuple[float, ...]) -> dict[str, Any]:
     try:
         import pymeshlab  # noqa: F401
     except ImportError:
         print("screened Poisson skipped: PyMeshLab is not installed (pip install 'hifo[bench]')")
     cases = []
-    for shape in SHAPES:
+    for shape in shapes:
         for noise in noises:
             rows = run_case(shape, n, noise, 1)
             cases.append({"shape": shape, "noise": noise, "points": n, "seed": 1, "methods": rows})
             print(f"{shape:12s} noise {noise:<6g} " + "  ".join(
                 f"{m}={_fmt(r['chamfer'])}{'' if r['genus0'] else '*'}" for m, r in rows.items()), flush=True)
-    methods = list(cases[0]["methods"])
     summary: dict[str, dict[str, Any]] = {}
-    for m in methods:
+    for m in cases[0]["methods"]:
         sel = [c["methods"][m] for c in cases]
         summary[m] = {"chamfer_mean": _mean([r["chamfer"] for r in sel]),
                       "empty": sum(r["chamfer"] is None for r in sel),
@@ -241,18 +225,37 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                       "by_noise": {str(z): _mean([c["methods"][m]["chamfer"] for c in cases if c["noise"] == z])
                                    for z in noises},
                       "by_shape": {s: _mean([c["methods"][m]["chamfer"] for c in cases if c["shape"] == s])
-                                   for s in SHAPES}}
+                                   for s in shapes}}
     print("\n(* = not a closed genus-0 manifold)")
-    for m, s in summary.items():
-        print(f"{m:14s} chamfer {_fmt(s['chamfer_mean'])} (empty {s['empty']})  genus0 {s['genus0_rate']:.2f}  "
-              f"closed {s['closed_rate']:.2f}  manifold {s['manifold_rate']:.2f}")
-    print()
-    ev_part = evaluator_section(seeds)
-    _print_evaluator(ev_part)
-    out = {"config": {"points": n, "noises": list(noises), "shapes": list(SHAPES), "seed": 1,
-                      "poisson_depth": POISSON_DEPTH},
-           "summary": summary, "cases": cases, "evaluator": ev_part, "wall_s": time.perf_counter() - t_start}
-    path = RESULTS / ("surface_recon_quick.json" if args.quick else "surface_recon.json")
+    for m, r in summary.items():
+        print(f"{m:14s} chamfer {_fmt(r['chamfer_mean'])} (empty {r['empty']})  genus0 {r['genus0_rate']:.2f}  "
+              f"closed {r['closed_rate']:.2f}  manifold {r['manifold_rate']:.2f}")
+    return {"config": {"points": n, "noises": list(noises), "shapes": list(shapes), "seed": 1,
+                       "poisson_depth": POISSON_DEPTH}, "summary": summary, "cases": cases}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--part", choices=("all", "methods", "evaluator"), default="all",
+                    help="one part alone -> surface_recon_{methods,evaluator}[_quick].json")
+    ap.add_argument("--shapes", default=",".join(SHAPES), help="part 1's shapes (comma-separated)")
+    args = ap.parse_args(argv)
+    n, noises = (300, (0.01, 0.03)) if args.quick else (600, (0.005, 0.01, 0.02, 0.04))
+    seeds = (0, 1, 2) if args.quick else (0, 1, 2, 3, 4)
+    shapes = tuple(args.shapes.split(","))
+    t_start = time.perf_counter()
+    out: dict[str, Any] = {}
+    if args.part in ("all", "methods"):
+        out.update(methods_section(shapes, n, noises))
+        print()
+    if args.part in ("all", "evaluator"):
+        out["evaluator"] = evaluator_section(seeds)
+        _print_evaluator(out["evaluator"])
+    out["wall_s"] = time.perf_counter() - t_start
+    RESULTS.mkdir(exist_ok=True)
+    name = "surface_recon" + ("" if args.part == "all" else f"_{args.part}") + ("_quick" if args.quick else "")
+    path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(out, indent=1))
     print(f"-> {path}  ({out['wall_s']:.0f} s)")
     return out
