@@ -264,8 +264,8 @@ def grow(cx: Complex, score: np.ndarray, penalty: float = BOUNDARY_PENALTY, carv
                 push(f, o)
     energies.append(energy)
     while heap and len(order) < m - 1:
-        cost, f, t = heapq.heappop(heap)
-        if wall is not None and cost > wall:
+        key, f, t = heapq.heappop(heap)
+        if wall is not None and key > wall:
             break
         if region[t] or not allowed(t):
             continue

@@ -111,14 +111,14 @@ class Tube:
             ez = np.array([0.0, 0.0, 1.0])
             got.append(self.R * er + self.rho * (np.cos(phi)[:, None] * er + np.sin(phi)[:, None] * ez))
         out[which == 0] = np.concatenate(got)[:k]
-        for end, t in ((1, 0.0), (2, self.span)):
+        for end, t_end in ((1, 0.0), (2, self.span)):
             m = int((which == end).sum())
             v = rng.normal(size=(m, 3))
             v /= np.linalg.norm(v, axis=1, keepdims=True)
-            tangent = np.array([-np.sin(t), np.cos(t), 0.0]) * (-1.0 if end == 1 else 1.0)  # pointing away
+            tangent = np.array([-np.sin(t_end), np.cos(t_end), 0.0]) * (-1.0 if end == 1 else 1.0)  # pointing away
             side = v @ tangent
             v = np.where(side[:, None] < 0, v - 2 * side[:, None] * tangent, v)  # fold onto the outer half
-            out[which == end] = self.R * np.array([np.cos(t), np.sin(t), 0.0]) + self.rho * v
+            out[which == end] = self.R * np.array([np.cos(t_end), np.sin(t_end), 0.0]) + self.rho * v
         return out
 
 
