@@ -1,4 +1,5 @@
-"""Spectral triangle orientation, simply connected region growing, and their alternation.
+"""Spectral triangle orientation and simply connected region growing (the winding field, the
+paper's reconstruction step, and the alternation are in :mod:`._winding`).
 
 * :func:`face_quality` — how surface-like each Delaunay face is (its normal agrees with the local
   PCA normals at its vertices, its edges are short against the local sample spacing); faces above
@@ -8,18 +9,17 @@
 * :func:`spectral_orientation` — the smallest eigenvector of the signed graph Laplacian over the
   candidates, per connected component; each component's global sign is fixed by its convex-hull
   faces (whose interior must be on the hull's inner side), or, lacking any, by a vote that
-  outward normals point away from the point cloud's centroid. On these clouds the eigenvector is
-  localised (about 90 % of its entries lie below 1e-6 of the largest, most below 1e-13) and the
-  signs of those tiny entries carry the orientation (setting them to 0 or propagating signs along a
-  spanning tree instead was measured to be much worse: Chamfer 0.16 / 0.6 of the hull faces right
-  on a sphere); their signs are the eigensolver's and are *not* guaranteed to be the same on every
-  BLAS kernel (the evaluator's declared tolerance covers it; see ``SurfaceRecon.fitness_rtol``).
+  outward normals point away from the point cloud's centroid. With the unweighted pairs of the previous
+  version (``flat_power=0``) the eigenvector was localised (about 93 % of its entries below 1e-6 of the
+  largest on the largest component of a 500-point peanut or C-tube) and the signs of those tiny entries,
+  the eigensolver's rounding, carried the orientation; with the flatness weights (:func:`edge_pairs`) none
+  is (0 % below 1e-6 on the same clouds).
 * :func:`grow` — the reconstruction: by default the outside is carved from the convex hull inwards
   (or the inside grown from a seed), one tet at a time in order of cost (the tet's evidence of
   being inside, from the oriented scores of its faces), a tet moving only if the inside stays a
   topological ball (the link condition below). Every step is a ball, hence its boundary a closed
-  2-manifold of genus 0; carving stops at :data:`WALL`.
-* :func:`alternate` — reconstruction and reorientation in turn, with a pluggable reorientation rule.
+  2-manifold of genus 0; carving stops at :data:`WALL`. With a per-tet ``cost`` (the winding field)
+  the same carving is the paper's extraction step (:func:`._winding.carve`).
 
 Link condition for adding tet ``t`` to a ball ``S`` through ``k`` shared faces: ``k = 1`` needs the
 opposite vertex to be outside ``S``; ``k = 2`` needs the edge not on the two shared faces to be
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from scipy.sparse import coo_matrix, csgraph, diags, identity
@@ -38,9 +38,10 @@ from scipy.sparse.linalg import eigsh
 from scipy.spatial import cKDTree
 
 from hifo.problems._repro import quantize
-from hifo.problems.surface_recon._mesh import Complex, local_spacing, oriented_boundary
+from hifo.problems.surface_recon._mesh import Complex, local_spacing
 
 CANDIDATE_Q = 0.2
+FLAT_POWER = 2.0  # pair weight ~ flatness ** FLAT_POWER (edge_pairs); 0 gives the unweighted pairs
 SIZE_BIAS = 0.0  # sculpting by size among equal costs (0: off; measured to hurt)
 WALL = -0.3  # carving stops when the cheapest tet's cost exceeds this
 BOUNDARY_PENALTY = 0.0  # per boundary face, in the agreement energy (used when wall is None)
@@ -68,8 +69,17 @@ def face_quality(cx: Complex, scale: float = 2.0, sharp: float = 4.0) -> np.ndar
     return quantize(align * size)  # a threshold and the heap depend on it: machine-independent (_repro)
 
 
-def edge_pairs(cx: Complex, quality: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(pairs (P, 2), consistency sign (P,), weight (P,)) over candidate faces sharing an edge."""
+def edge_pairs(cx: Complex, quality: np.ndarray, flat_power: float = FLAT_POWER
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pairs (P, 2), consistency sign (P,), weight (P,)) over candidate faces sharing an edge.
+
+    Weight: ``quality[i] * quality[j] * flat ** flat_power`` with ``flat = (1 - cos(theta)) / 2`` and
+    ``theta`` the angle between the two faces' half-planes around the shared edge (1: the faces continue
+    each other across the edge, as neighbours on a surface do; 0: folded onto each other). Without it
+    (``flat_power = 0``) every fan of three or more candidates around an edge is a frustrated cycle of
+    constraints and the spectral orientation is measured to be wrong on about half the true surface
+    faces (see ``docs/families/surface_recon.md``).
+    """
     cand = np.flatnonzero(quality > CANDIDATE_Q)
     by_edge: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
     for f in cand.tolist():
@@ -78,15 +88,29 @@ def edge_pairs(cx: Complex, quality: np.ndarray) -> tuple[np.ndarray, np.ndarray
         by_edge[(a, b)].append((f, 1))
         by_edge[(b, c)].append((f, 1))
         by_edge[(a, c)].append((f, -1))
-    pairs, signs = [], []
-    for group in by_edge.values():
+    pairs, signs, edges = [], [], []
+    for edge, group in by_edge.items():
         for i in range(len(group)):
             for j in range(i + 1, len(group)):
                 pairs.append((group[i][0], group[j][0]))
                 signs.append(-group[i][1] * group[j][1])
+                edges.append(edge)
     P = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     S = np.asarray(signs, dtype=float)
-    W = quality[P[:, 0]] * quality[P[:, 1]] if len(P) else np.zeros(0)
+    if not len(P):
+        return P, S, np.zeros(0)
+    E = np.asarray(edges, dtype=np.int64)
+    e0, e1 = cx.points[E[:, 0]], cx.points[E[:, 1]]
+    d = (e1 - e0) / np.linalg.norm(e1 - e0, axis=1, keepdims=True)
+    half = []
+    for k in (0, 1):  # the apex of each face, projected off the edge's line
+        apex = cx.points[cx.faces[P[:, k]].sum(axis=1) - E.sum(axis=1)]
+        v = apex - e0
+        v = v - d * np.einsum("ij,ij->i", v, d)[:, None]
+        half.append(v / (np.linalg.norm(v, axis=1, keepdims=True) + 1e-300))
+    flat = (1.0 - np.einsum("ij,ij->i", half[0], half[1])) / 2.0
+    # on the grid: the weights decide the eigenvector (_repro)
+    W = quantize(quality[P[:, 0]] * quality[P[:, 1]] * np.clip(flat, 0.0, 1.0) ** flat_power)
     return P, S, W
 
 
@@ -143,7 +167,7 @@ def _seed(cx: Complex) -> int:
 
 def grow(cx: Complex, score: np.ndarray, penalty: float = BOUNDARY_PENALTY, carve: bool = True,
          wall: float | None = WALL, size_bias: float = SIZE_BIAS,
-         tet_level: bool = True) -> tuple[np.ndarray, dict[str, float]]:
+         tet_level: bool = True, cost: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, float]]:
     """A ball of tetrahedra whose boundary follows the oriented ``score``.
 
     ``carve=True`` grows the *outside* region from the convex hull inwards (sculpting: the inside
@@ -157,7 +181,8 @@ def grow(cx: Complex, score: np.ndarray, penalty: float = BOUNDARY_PENALTY, carv
     the cost of the face crossed. With ``wall`` set, the process stops when the cheapest cost
     exceeds it; with ``wall=None`` it runs to the end and keeps the prefix whose boundary agrees
     most with the scores (agreement of a boundary face: its score toward the inside minus
-    ``penalty``). At least one tet stays inside.
+    ``penalty``). At least one tet stays inside. ``cost`` (per tet, carving only) replaces the
+    tet-level evidence, e.g. the winding field of :func:`winding_field` (see :func:`carve`).
     """
     m = len(cx.tets)
     score = np.asarray(score, dtype=float)
@@ -210,6 +235,11 @@ def grow(cx: Complex, score: np.ndarray, penalty: float = BOUNDARY_PENALTY, carv
     # Tet-level evidence: the sum over its faces of "the interior is on this tet's side".
     side = np.where(cx.face_tets[cx.tet_faces, 0] == np.arange(m)[:, None], 1.0, -1.0)
     tet_cost = ((score[cx.tet_faces] * side).sum(axis=1) * (1.0 if carve else -1.0)).tolist()
+    if cost is not None:
+        if not carve:
+            raise ValueError("a per-tet cost orders the carving; growing uses the face scores")
+        tet_cost = np.asarray(cost, dtype=float).tolist()
+        tet_level = True
 
     def push(f: int, t: int) -> None:  # t is beyond face f from the region
         c = _cost(score[f], ft[f][0] == t, carve) if not tet_level else tet_cost[t]
@@ -233,8 +263,8 @@ def grow(cx: Complex, score: np.ndarray, penalty: float = BOUNDARY_PENALTY, carv
                 push(f, o)
     energies.append(energy)
     while heap and len(order) < m - 1:
-        cost, f, t = heapq.heappop(heap)
-        if wall is not None and cost > wall:
+        key, f, t = heapq.heappop(heap)
+        if wall is not None and key > wall:
             break
         if region[t] or not allowed(t):
             continue
@@ -272,29 +302,6 @@ def features(cx: Complex, inside: np.ndarray) -> dict[str, np.ndarray]:
     return {"inside_pos": pos, "inside_neg": neg, "on_boundary": pos != neg}
 
 
-def alternate(cx: Complex, rule: Callable[..., Any], rounds: int = 3, wall: float | None = WALL
-              ) -> tuple[np.ndarray, list[dict[str, float]]]:
-    """Reconstruction and reorientation in turn; returns the final orientation scores and per-round stats.
-
-    ``rule(score, quality, inside_pos, inside_neg, on_boundary, pairs, pair_sign, pair_weight,
-    iteration)`` returns the next scores (clipped to [-1, 1]). The final reconstruction is
-    ``grow(cx, scores, wall=wall)``.
-    """
-    q = face_quality(cx)
-    P, S, W = edge_pairs(cx, q)
-    score = spectral_orientation(cx, q, P, S, W)
-    history = []
-    for it in range(rounds):
-        inside, stats = grow(cx, score, wall=wall)
-        history.append(stats)
-        feats = features(cx, inside)
-        new = rule(score=score.copy(), quality=q.copy(), inside_pos=feats["inside_pos"],
-                   inside_neg=feats["inside_neg"], on_boundary=feats["on_boundary"], pairs=P.copy(),
-                   pair_sign=S.copy(), pair_weight=W.copy(), iteration=it)
-        score = check_scores(new, len(cx.faces))
-    return score, history
-
-
 def check_scores(values: Any, n: int) -> np.ndarray:
     arr = np.asarray(values, dtype=float)
     if arr.shape != (n,):
@@ -303,9 +310,3 @@ def check_scores(values: Any, n: int) -> np.ndarray:
         raise ValueError("the reorientation rule returned non-finite scores")
     # on the grid: sums of four scores (a tet's cost, the carving order) are then exact on every CPU
     return quantize(np.clip(arr, -1.0, 1.0))
-
-
-def reconstruct(cx: Complex, score: np.ndarray, wall: float | None = WALL) -> np.ndarray:
-    """The oriented boundary triangles (outward normals) of the ball carved for ``score``."""
-    inside, _ = grow(cx, score, wall=wall)
-    return oriented_boundary(cx, inside)
