@@ -18,13 +18,15 @@ besides the schedule is used, so a candidate cannot report its own fitness.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits, measured_figures
 from hifo.problems.grape import train
 from hifo.problems._repro import one_torch_thread
 
@@ -63,6 +65,8 @@ _BODIES = {
     "low_alignment": "    # Anchor when the mean alignment of the last step is low, at most every 5 steps.\n"
                      "    if not align or step % 5:\n        return step == 0\n"
                      "    return float(np.mean(align[-1])) < 0.6\n",
+    "back_loaded": "    # Spend the whole budget at the end, to correct what drifted during the run.\n"
+                   "    return step >= total_steps - budget\n",
 }
 
 
