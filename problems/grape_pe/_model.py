@@ -140,27 +140,30 @@ class Block(nn.Module):
 class TinyTransformer(nn.Module):
     """Causal transformer (``layers`` blocks, pre-norm) whose only position signal is ``pe``:
     one of :data:`PE_KINDS`. ``omegas`` (``dh/2`` plane frequencies) sets the spectrum of ``rope`` and
-    the starting spectrum of ``grape_m`` (default: RoPE's, base ``base``)."""
+    the starting spectrum of ``grape_m`` (default: RoPE's, base ``base``); ``slopes`` (``heads`` values, or
+    ``layers x heads``) the slopes ``s_h`` of the additive kinds (default: ALiBi's in every layer)."""
 
     def __init__(self, vocab: int, pe: str = "rope", d: int = 64, heads: int = 4, layers: int = 2,
-                 omegas: torch.Tensor | None = None, base: float = 10000.0):
+                 omegas: torch.Tensor | None = None, base: float = 10000.0, slopes: torch.Tensor | None = None):
         super().__init__()
         if pe not in PE_KINDS:
             raise ValueError(f"unknown positional encoding {pe!r}; known: {PE_KINDS}")
         dh = d // heads
         if omegas is None:
             omegas = base ** (-torch.arange(dh // 2, dtype=torch.float64) / (dh // 2))
-        slopes = 2.0 ** (-8.0 * torch.arange(1, heads + 1, dtype=torch.float64) / heads)
+        if slopes is None:
+            slopes = 2.0 ** (-8.0 * torch.arange(1, heads + 1, dtype=torch.float64) / heads)
+        per_layer = torch.as_tensor(slopes, dtype=torch.float64).reshape(-1, heads).expand(layers, heads)
 
-        def make_pe() -> nn.Module | None:
+        def make_pe(layer: int) -> nn.Module | None:
             if pe == "nope":
                 return None
             if pe in ("rope", "grape_m"):
                 return MultiplicativePE(dh, omegas, learned=pe == "grape_m")
-            return AdditivePE(pe, d, dh, heads, slopes)
+            return AdditivePE(pe, d, dh, heads, per_layer[layer])
 
         self.emb = nn.Embedding(vocab, d)
-        self.blocks = nn.ModuleList(Block(d, heads, make_pe()) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(d, heads, make_pe(layer)) for layer in range(layers))
         self.norm, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
