@@ -152,27 +152,37 @@ class GrAPEAnchor(Evaluator):
                 "final_grad_cos": float(run.curve[-1]["grad_cos"])}
 
 
-def make_refs() -> dict[str, Any]:
-    """Every baseline's figures on both sets; per seed, each baseline's ``test_loss`` and its difference from
-    ``none`` (no anchors, the trivial answer) with their seed-to-seed standard deviations; the Spearman
+def _baseline_on(job: tuple[str, str, int]) -> dict[str, float]:
+    """One baseline on one instance, measured as the sandbox runs it (solve, JSON round trip, parent's replay)."""
+    name, instance_set, index = job
+    torch.set_num_threads(1)
+    ev = GrAPEAnchor()
+    ns: dict[str, Any] = {}
+    exec(ev.baselines[name], ns)  # trusted: our own baselines
+    instance = ev.load_instances(instance_set)[index]
+    return ev.score(instance, json.loads(json.dumps(ev.solve(ns["take_anchor"], instance))))
+
+
+def make_refs(jobs: int = 1) -> dict[str, Any]:
+    """Every baseline's figures on both sets (``jobs`` processes, one torch thread each; every figure is one
+    deterministic run, so the split changes nothing); per seed, each baseline's ``test_loss`` and its difference
+    from ``none`` (no anchors, the trivial answer) with their seed-to-seed standard deviations; the Spearman
     correlation of the baselines' train and test ranks."""
+    import multiprocessing
+
     from scipy.stats import spearmanr
 
     ev = GrAPEAnchor()
-    out: dict[str, Any] = {}
-    per_seed: dict[str, list[float]] = {}
-    with one_torch_thread():
-        for name, source in ev.baselines.items():
-            ns: dict[str, Any] = {}
-            exec(source, ns)  # trusted: our own baselines
-            per: dict[str, list[dict[str, float]]] = {}
-            for instance_set in ev.instance_sets:
-                insts = ev.load_instances(instance_set)
-                per[instance_set] = [ev.score(i, json.loads(json.dumps(ev.solve(ns["take_anchor"], i)))) for i in insts]
-                out.setdefault(name, {})[instance_set] = {k: round(v, 6) for k, v in ev.aggregate(per[instance_set]).items()}
-            per_seed[name] = [m["test_loss"] for s in ev.instance_sets for m in per[s]]
-            print(name, out[name], flush=True)
     names = list(ev.baselines)
+    work = [(n, s, k) for n in names for s in ev.instance_sets for k in range(len(ev.load_instances(s)))]
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        results = dict(zip(work, pool.map(_baseline_on, work, chunksize=1)))
+    out: dict[str, Any] = {}
+    for n in names:
+        for s in ev.instance_sets:
+            per = [results[(n, s, k)] for k in range(len(ev.load_instances(s)))]
+            out.setdefault(n, {})[s] = {k: round(v, 6) for k, v in ev.aggregate(per).items()}
+    per_seed = {n: [results[w]["test_loss"] for w in work if w[0] == n] for n in names}
     train = [out[n]["train"]["test_loss"] for n in names]
     test = [out[n]["test"]["test_loss"] for n in names]
     diff = {n: [a - b for a, b in zip(per_seed[n], per_seed["none"])] for n in names}
@@ -186,7 +196,9 @@ def make_refs() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    import sys
+
     REFS.parent.mkdir(parents=True, exist_ok=True)
-    REFS.write_text(json.dumps(make_refs(), indent=1, sort_keys=True) + "\n")
+    REFS.write_text(json.dumps(make_refs(int(sys.argv[1]) if len(sys.argv) > 1 else 1), indent=1, sort_keys=True) + "\n")
     print(REFS.read_text())
     print(f"wrote {REFS}")

@@ -13,7 +13,7 @@ training length: ``acc_long`` (their mean; primary, maximised), ``acc_2x``, ``ac
 The trivial answer, all-zero slopes, removes every position signal (NoPE through the same module). This
 slot replaces ``grape_spectrum``'s rotary spectrum, whose best baseline was that trivial answer (NoPE 0.837
 against RoPE 0.559). Figures, seed-to-seed noise and the baselines' train/test rank correlation:
-``data/grape_pe/slopes_reference_figures.json`` (``python -m hifo.evaluators.grape_slopes`` re-measures them).
+``data/grape_pe/slopes_reference_figures.json`` (``python -m hifo.evaluators.grape_slopes [JOBS]`` re-measures them).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits, measured_figures
+from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
 from hifo.problems._repro import one_torch_thread
 from hifo.problems.grape_pe import accuracy, train_model
 
@@ -143,22 +143,37 @@ class GrapeSlopes(Evaluator):
         return dict(_measure(key, instance.seed, instance.train_len, instance.steps))
 
 
-def make_refs() -> dict[str, Any]:
-    """Every baseline's figures on both sets; the seed-to-seed noise of each baseline's ``acc_long`` over the
-    three seeds (train 0, test 1 and 2); the Spearman correlation of the baselines' train and test ranks."""
+def _baseline_on(job: tuple[str, str, int]) -> dict[str, float]:
+    """One baseline on one instance, measured as the sandbox runs it (solve, JSON round trip, parent's score)."""
+    name, instance_set, index = job
+    torch.set_num_threads(1)
+    ev = GrapeSlopes()
+    ns: dict[str, Any] = {}
+    exec(ev.baselines[name], ns)  # trusted: our own baselines
+    instance = ev.load_instances(instance_set)[index]
+    return ev.score(instance, json.loads(json.dumps(ev.solve(ns["slopes"], instance))))
+
+
+def make_refs(jobs: int = 1) -> dict[str, Any]:
+    """Every baseline's figures on both sets (``jobs`` processes, one torch thread each; every figure is one
+    deterministic run, so the split changes nothing); the seed-to-seed noise of each baseline's ``acc_long``
+    over the three seeds (train 0, test 1 and 2); the Spearman correlation of the baselines' train and test
+    ranks."""
+    import multiprocessing
+
     from scipy.stats import spearmanr
 
     ev = GrapeSlopes()
-    out: dict[str, Any] = {}
-    per_seed: dict[str, list[float]] = {}
-    for name, source in ev.baselines.items():
-        ns: dict[str, Any] = {}
-        exec(source, ns)  # trusted: our own baselines
-        out[name] = {s: measured_figures(ev, ns["slopes"], s) for s in ev.instance_sets}
-        per_seed[name] = [ev.score(i, ev.solve(ns["slopes"], i))["acc_long"]  # cached: no retraining
-                          for s in ev.instance_sets for i in ev.load_instances(s)]
-        print(name, out[name], flush=True)
     names = list(ev.baselines)
+    work = [(n, s, k) for n in names for s in ev.instance_sets for k in range(len(ev.load_instances(s)))]
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        results = dict(zip(work, pool.map(_baseline_on, work, chunksize=1)))
+    out: dict[str, Any] = {}
+    for n in names:
+        for s in ev.instance_sets:
+            per = [results[(n, s, k)] for k in range(len(ev.load_instances(s)))]
+            out.setdefault(n, {})[s] = {k: round(v, 6) for k, v in ev.aggregate(per).items()}
+    per_seed = {n: [results[w]["acc_long"] for w in work if w[0] == n] for n in names}
     train = [out[n]["train"]["acc_long"] for n in names]
     test = [out[n]["test"]["acc_long"] for n in names]
     out["_seed_noise"] = {n: {"acc_long_per_seed": [round(v, 6) for v in per_seed[n]],
@@ -169,7 +184,9 @@ def make_refs() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    import sys
+
     REFS.parent.mkdir(parents=True, exist_ok=True)
-    REFS.write_text(json.dumps(make_refs(), indent=1, sort_keys=True) + "\n")
+    REFS.write_text(json.dumps(make_refs(int(sys.argv[1]) if len(sys.argv) > 1 else 1), indent=1, sort_keys=True) + "\n")
     print(REFS.read_text())
     print(f"wrote {REFS}")
