@@ -62,9 +62,6 @@ _BODIES = {
     "none": "    # Pure GrAPE: never anchor.\n    return False\n",
     "front_loaded": "    # Spend the whole budget at the start, while the feedback is still unaligned.\n"
                     "    return step < budget\n",
-    "low_alignment": "    # Anchor when the mean alignment of the last step is low, at most every 5 steps.\n"
-                     "    if not align or step % 5:\n        return step == 0\n"
-                     "    return float(np.mean(align[-1])) < 0.6\n",
     "back_loaded": "    # Spend the whole budget at the end, to correct what drifted during the run.\n"
                    "    return step >= total_steps - budget\n",
 }

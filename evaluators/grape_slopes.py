@@ -64,8 +64,6 @@ _TEMPLATE = FunctionTemplate(
 _BODIES = {
     "zero": "    # No position signal at all (NoPE through the same module).\n"
             "    return [[0.0] * heads for _ in range(layers)]\n",
-    "uniform": "    # One slope for every head: a penalty of 1 across the training length.\n"
-               "    return [[1.0 / train_len] * heads for _ in range(layers)]\n",
     "steep_then_flat": "    # A local first layer (4x ALiBi) and a far-reaching second one (ALiBi / 4).\n"
                        "    alibi = [2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)]\n"
                        "    return [[min(4.0, 4 * a) for a in alibi] if l == 0 else [a / 4 for a in alibi] "

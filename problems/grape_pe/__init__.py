@@ -22,14 +22,15 @@ A position ``n`` acts on queries and keys through a one-parameter group ``G(n) =
   unipotent group is abelian, so the path product is one lift).
 
 The model (:mod:`._model`) is a 2-layer causal transformer; the task (:mod:`._task`) is multi-query
-associative recall trained at length 64 and tested at longer lengths. Departures: the paper trains
+associative recall trained at length 32 and tested at longer lengths. Departures: the paper trains
 billion-token LMs and reports perplexity and downstream scores; the non-commuting mixtures and the
 path-integral variant GRAPE-AP are not built. The official code (github.com/model-architectures/GRAPE,
 ``model/llama-mha-grape-a-*.py``, ``model/llama-mha-grape-m-nonctx.py``) was read, not copied: like it, the
 additive slope is ``w_h = softplus(r_h) * s_h`` with ``r_h`` starting at ``softplus^-1(1)`` (so ``w`` starts at the
 ALiBi slopes ``s_h``) and the gate directions are L2-normalised; unlike it, there is no QK RMSNorm before the
 gates (the model has none), and GRAPE-M here also learns the planes ``P`` (the official non-contextual
-GRAPE-M learns only the spectrum on canonical planes).
+GRAPE-M learns only the spectrum on canonical planes); the official models are LLaMA blocks (RMSNorm, SwiGLU)
+and ours a plain pre-LN block.
 """
 
 from __future__ import annotations

@@ -77,6 +77,8 @@ class AdditivePE(nn.Module):
     query and key (an unbounded gate such as ``1 + q.u`` could turn it into a reward).
     """
 
+    slopes: torch.Tensor  # buffer: the per-head slopes s_h
+
     def __init__(self, kind: str, d: int, dh: int, heads: int, slopes: torch.Tensor):
         super().__init__()
         self.kind = kind
