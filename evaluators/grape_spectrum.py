@@ -7,6 +7,12 @@ It never sees the model or the data. The parent checks the frequencies (``n_plan
 at length ``train_len`` (deterministic, one torch thread, seeded by the instance) and measures recall
 accuracy at 2x and 4x the training length: ``acc_long`` (their mean; primary, maximised), ``acc_2x``,
 ``acc_4x`` and ``acc_train`` (at the training length).
+
+Known weakness (issue 30): the best baseline is the trivial answer, NoPE (all-zero frequencies, 0.837 against
+RoPE's 0.559), so the easy optimum is to switch rotary off. A task where position matters (latest-value recall,
+``make_batch(writes=2)``) was tried: RoPE does not learn it at this budget (0.27 at the training length), so
+the slot stayed as it was; :mod:`hifo.evaluators.grape_slopes` (GRAPE-A's slope schedule, where zero slopes
+are NoPE and lose) is the GRAPE slot to search.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ BUILTIN: dict[str, str] = {
     "glowq_select": "hifo.evaluators.glowq_select:GlowQSelect",
     "surface_recon": "hifo.evaluators.surface_recon:SurfaceRecon",
     "grape_spectrum": "hifo.evaluators.grape_spectrum:GrapeSpectrum",
+    "grape_slopes": "hifo.evaluators.grape_slopes:GrapeSlopes",
     "ptq4arvg_calib": "hifo.evaluators.ptq4arvg_calib:PTQ4ARVGCalib",
 }
 

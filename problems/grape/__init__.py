@@ -16,9 +16,12 @@ GrAPE keeps that structure but *learns* ``B_l`` so that it follows the true Jaco
 * **anchor steps**: on an occasional mini-batch the weights take a true backprop step instead
   (the *anchor schedule* decides when; :mod:`hifo.evaluators.grape_anchor` evolves it).
 
-Baselines: ``backprop`` (exact gradients every step) and ``dfa`` (fixed random ``B_l``). Models: an MLP,
-a small CNN and a tiny transformer (each image's 8 rows as tokens; each transformer block is one GrAPE layer
-with its own ``B_l`` over its whole ``8 x 32`` output) on scikit-learn's 8x8 digits (on disk; nothing is
+Baselines: ``backprop`` (exact gradients every step), ``dfa`` (fixed random ``B_l``) and ``fdfa`` (forward
+DFA, Bacho & Chu: ``B_l`` starts at zero and regresses, by Adam on ``0.5 |B_l - J_hat_l|^2``, onto estimates
+from one forward-mode pass with perturbations at every layer at once; :func:`fdfa_jacobians`). Models: an
+MLP, a small CNN, a tiny transformer (each image's 8 rows as tokens; each transformer block is one GrAPE
+layer with its own ``B_l`` over its whole ``8 x 32`` output) and deeper versions (an 8-layer MLP, the
+transformer with 4 blocks) on scikit-learn's 8x8 digits (on disk; nothing is
 downloaded). Metrics: test accuracy
 against steps, the cosine of the method's weight update direction with the true gradient on the same
 mini-batch, and the fraction of layer-parallel (non-anchor) steps.
@@ -46,8 +49,8 @@ import torch.nn.functional as F
 
 from ._transformer import transformer_parts
 
-METHODS = ("backprop", "dfa", "grape")
-MODELS = ("mlp", "cnn", "transformer")
+METHODS = ("backprop", "dfa", "fdfa", "grape")
+MODELS = ("mlp", "cnn", "transformer", "mlp8", "transformer4")
 AnchorRule = Callable[[int, int, list, list, int], bool]
 # torch's forward-AD levels are process-global, not per thread: two threads inside torch.func.jvp at once
 # (the agent scores candidates in parallel threads) corrupt each other's level. Serialise the JVPs.
@@ -70,7 +73,9 @@ def digits_split() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tens
 
 class Net(nn.Module):
     """Hidden blocks + linear head. ``mlp``: 64-128-128-10 (tanh); ``cnn``: conv3x3(8) - conv3x3/2(16) - 10;
-    ``transformer``: 8 row tokens, d=32, 2 heads, 2 pre-LN blocks, mean pool - 10 (:mod:`._transformer`)."""
+    ``transformer``: 8 row tokens, d=32, 2 heads, 2 pre-LN blocks, mean pool - 10 (:mod:`._transformer`);
+    the deeper ones, where feedback alignment drifts: ``mlp8``: 64-(64 x 7)-10 (tanh, 8 linear layers) and
+    ``transformer4``: the transformer with 4 blocks."""
 
     def __init__(self, kind: str, seed: int):
         super().__init__()
@@ -89,8 +94,13 @@ class Net(nn.Module):
                 nn.Sequential(nn.Unflatten(1, (1, 8, 8)), nn.Conv2d(1, 8, 3, padding=1), nn.Tanh()),
                 nn.Sequential(nn.Conv2d(8, 16, 3, stride=2, padding=1), nn.Tanh(), nn.Flatten())])
             self.head = nn.Linear(256, 10)
+        elif kind == "mlp8":
+            self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(64, 64), nn.Tanh()) for _ in range(7)])
+            self.head = nn.Linear(64, 10)
         elif kind == "transformer":
             self.blocks, self.head = transformer_parts()
+        elif kind == "transformer4":
+            self.blocks, self.head = transformer_parts(depth=4)
         else:
             raise ValueError(f"unknown model {kind!r}; known: {', '.join(MODELS)}")
         self.kind = kind
@@ -195,11 +205,14 @@ def train(method: str, model: str = "mlp", steps: int = 300, seed: int = 0, batc
     gen = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         dims = [h.shape[1:].numel() for h in net.hidden(Xtr[:2])]
-    # DFA/GrAPE feedback matrices B_l (10 x |h_l|), N(0, 1/|h_l|) as in DFA
+    # DFA/GrAPE feedback matrices B_l (10 x |h_l|), N(0, 1/|h_l|) as in DFA; FDFA's start at zero (as in its
+    # official code); drawn in every method so that all of them see the same mini-batches
     B = [torch.randn(10, d, generator=gen) / d ** 0.5 for d in dims]
+    if method == "fdfa":
+        B = [torch.zeros_like(b) for b in B]
     for b in B:
         b.requires_grad_(True)
-    opt_B = torch.optim.Adam(B, lr=lr_B) if method == "grape" else None
+    opt_B = torch.optim.Adam(B, lr=lr_B) if method in ("grape", "fdfa") else None
     fixed = set(int(s) for s in anchor_steps) if anchor_steps is not None else None
     run = Run(method, model, steps)
     params = list(net.parameters())
@@ -224,8 +237,12 @@ def train(method: str, model: str = "mlp", steps: int = 300, seed: int = 0, batc
                 loss = float(F.cross_entropy(net(x), y))
         else:
             grads, loss = _local_grads(net, B, x, y)
-        if opt_B is not None:  # GrAPE
+        if method == "grape":
+            assert opt_B is not None
             run.align.append(_align_feedback(net, B, opt_B, x, gen))
+        elif method == "fdfa":
+            assert opt_B is not None
+            run.align.append(_fdfa_feedback(net, B, opt_B, x, gen))
         run.losses.append(loss)
         if log and true is not None:
             acc, _ = evaluate(net, Xte, yte)
@@ -279,5 +296,41 @@ def _align_feedback(net: Net, B: list[torch.Tensor], opt_B: torch.optim.Optimize
         loss = loss + (1.0 - c)
     opt_B.zero_grad()
     loss.backward()
+    opt_B.step()
+    return cosines
+
+
+def fdfa_jacobians(net: Net, x: torch.Tensor, gen: torch.Generator) -> list[torch.Tensor]:
+    """FDFA's estimates of every block's batch-mean Jacobian ``J_l = d o / d h_l`` from ONE forward-mode pass
+    (Bacho & Chu; official code github.com/Florian-BACHO/FDFA, read, not copied): a Gaussian perturbation
+    ``v_l`` is added at every block output at once, the output's directional derivative is
+    ``u = sum_l J_l v_l`` and ``J_hat_l = mean_b u_b v_(l,b)^T``; unbiased for each ``l`` since the other
+    layers' perturbations are independent of ``v_l`` and zero-mean (tested)."""
+    with torch.no_grad():
+        hs = net.hidden(x)
+    vs = [torch.randn(h.shape, generator=gen) for h in hs]
+
+    def perturbed(*eps: torch.Tensor) -> torch.Tensor:
+        h = x
+        for block, e in zip(net.blocks, eps):
+            h = block(h) + e
+        return net.head(h)
+
+    with _JVP_LOCK:
+        u = torch.func.jvp(perturbed, tuple(torch.zeros_like(h) for h in hs), tuple(vs))[1]
+    return [(torch.einsum("bo,bi->oi", u, v.reshape(len(v), -1)) / len(v)).detach() for v in vs]
+
+
+def _fdfa_feedback(net: Net, B: list[torch.Tensor], opt_B: torch.optim.Optimizer, x: torch.Tensor,
+                   gen: torch.Generator) -> list[float]:
+    """One FDFA feedback step: ``B_l`` takes an optimiser step on ``0.5 |B_l - J_hat_l|^2`` (gradient
+    ``B_l - J_hat_l``, as in the official code's backward hook), so it tracks a running average of the
+    estimates of :func:`fdfa_jacobians` (magnitude included, unlike GrAPE's cosine loss). Returns
+    ``cos(B_l, J_hat_l)`` before the step."""
+    cosines: list[float] = []
+    opt_B.zero_grad()
+    for b, J_hat in zip(B, fdfa_jacobians(net, x, gen)):
+        cosines.append(float(F.cosine_similarity(b.detach().reshape(1, -1), J_hat.reshape(1, -1))[0]))
+        b.grad = b.detach() - J_hat
     opt_B.step()
     return cosines

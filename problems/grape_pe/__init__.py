@@ -10,29 +10,38 @@ A position ``n`` acts on queries and keys through a one-parameter group ``G(n) =
   **RoPE** is the case ``P = I`` (canonical planes ``(2m, 2m+1)``) with the log-uniform spectrum
   ``w_m = base^(-2m/d)`` (:func:`rope_spectrum`). *Learned commuting subspaces*: ``P = exp(S - S^T)``
   and ``log w`` are trained (:class:`MultiplicativePE` with ``learned=True``).
-* **Additive GRAPE (GRAPE-A)**: queries/keys are lifted to ``R^(d+2)`` (``[q; 1; 0]``, ``[k; 0; 1]``) and
-  acted on by the unipotent ``G(n) = I + n w A`` with the rank-1 nilpotent ``A = [u; 1; 0] e_last^T``
-  (``A^2 = 0``); the query is transformed by ``G(i)^-T`` and the key by ``G(j)`` (streaming-cacheable),
-  which adds the logit bias ``w (j - i) (1 + q.u)`` (:func:`additive_lift`). ``u = 0`` and the slopes
-  ``w_h = 2^(-8h/H)`` give **ALiBi** exactly; replacing ``n w`` by the cumulative ``-sum_(t<=n) log f_t`` of a
-  sigmoid forget gate gives the **Forgetting Transformer (FoX)** bias ``sum_(t=j+1..i) log f_t`` exactly
-  (the unipotent group is abelian, so the path product is one lift).
+* **Additive GRAPE (GRAPE-A)**, paper section 4.1: queries/keys are lifted to ``R^(d+2)`` (``[q; 1; 0]``,
+  ``[k; 0; 1]``) and acted on by the unipotent ``G(n) = I + n w A`` with the rank-1 nilpotent
+  ``A = -Lambda A0``, ``A0 = e_(d+2) e_(d+1)^T`` (``A^2 = 0``); the query is transformed by ``G(i)`` and the key
+  by ``G(j)^-T`` (streaming-cacheable), which adds the logit bias ``(j - i) w Lambda`` (eq. 4.5-4.6,
+  :func:`additive_lift`). The gate ``Lambda = softplus(v.q/sqrt(d)) + softplus(u.k/sqrt(d)) >= 0``
+  (:func:`~._model.additive_gates`; ``u``, ``v`` unit vectors as in the official code) keeps the bias a penalty
+  that grows with distance for every query and key. ``Lambda = 1`` with the slopes ``w_h = 2^(-8h/H)`` gives
+  **ALiBi** exactly (section 4.2); replacing ``n w`` by the cumulative ``-sum_(t<=n) log f_t`` of a sigmoid
+  forget gate gives the **Forgetting Transformer (FoX)** bias ``sum_(t=j+1..i) log f_t`` exactly (the
+  unipotent group is abelian, so the path product is one lift).
 
 The model (:mod:`._model`) is a 2-layer causal transformer; the task (:mod:`._task`) is multi-query
-associative recall trained at length 64 and tested at longer lengths. Departures: the paper trains
+associative recall trained at length 32 and tested at longer lengths. Departures: the paper trains
 billion-token LMs and reports perplexity and downstream scores; the non-commuting mixtures and the
-path-integral variant GRAPE-AP are not built; no official code was copied (the project page was read).
+path-integral variant GRAPE-AP are not built. The official code (github.com/model-architectures/GRAPE,
+``model/llama-mha-grape-a-*.py``, ``model/llama-mha-grape-m-nonctx.py``) was read, not copied: like it, the
+additive slope is ``w_h = softplus(r_h) * s_h`` with ``r_h`` starting at ``softplus^-1(1)`` (so ``w`` starts at the
+ALiBi slopes ``s_h``) and the gate directions are L2-normalised; unlike it, there is no QK RMSNorm before the
+gates (the model has none), and GRAPE-M here also learns the planes ``P`` (the official non-contextual
+GRAPE-M learns only the spectrum on canonical planes); the official models are LLaMA blocks (RMSNorm, SwiGLU)
+and ours a plain pre-LN block.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ._model import MultiplicativePE, AdditivePE, TinyTransformer, PE_KINDS
+from ._model import MultiplicativePE, AdditivePE, TinyTransformer, PE_KINDS, additive_gates
 from ._task import accuracy, make_batch, train_and_test, train_model
 
 __all__ = ["rank2_generator", "rank2_exp", "grape_m_matrix", "rope_spectrum", "alibi_slopes", "additive_lift",
-           "additive_generator", "MultiplicativePE", "AdditivePE", "TinyTransformer", "PE_KINDS", "make_batch",
+           "additive_generator", "additive_gates", "MultiplicativePE", "AdditivePE", "TinyTransformer", "PE_KINDS", "make_batch",
            "accuracy", "train_model", "train_and_test"]
 
 
@@ -71,22 +80,20 @@ def alibi_slopes(heads: int) -> torch.Tensor:
     return 2.0 ** (-8.0 * torch.arange(1, heads + 1, dtype=torch.float64) / heads)
 
 
-def additive_generator(u: torch.Tensor) -> torch.Tensor:
-    """The rank-1 nilpotent ``A = [u; 1; 0] e_last^T`` on ``R^(d+2)`` (``A @ A = 0``)."""
-    d = len(u)
-    A = torch.zeros(d + 2, d + 2, dtype=u.dtype)
-    A[:d, -1] = u
-    A[d, -1] = 1.0
+def additive_generator(d: int, lam: float | torch.Tensor = 1.0, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """The rank-1 nilpotent ``A = -lam e_(d+2) e_(d+1)^T`` on ``R^(d+2)`` (``A @ A = 0``; paper eq. 4.4-4.5)."""
+    A = torch.zeros(d + 2, d + 2, dtype=dtype)
+    A[d + 1, d] = -torch.as_tensor(lam, dtype=dtype)
     return A
 
 
-def additive_lift(q: torch.Tensor, k: torch.Tensor, u: torch.Tensor, pos_q: float, pos_k: float, w: float):
-    """Lifted query ``G(pos_q)^-T [q; 1; 0]`` and key ``G(pos_k) [k; 0; 1]`` with ``G(n) = I + n w A``
-    (``G(n)^-1 = I - n w A``); their dot product is ``q.k + w (pos_k - pos_q) (1 + q.u)``."""
+def additive_lift(q: torch.Tensor, k: torch.Tensor, pos_q: float, pos_k: float, w: float,
+                  lam: float | torch.Tensor = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Lifted query ``G(pos_q) [q; 1; 0]`` and key ``G(pos_k)^-T [k; 0; 1]`` with ``G(n) = I + n w A``,
+    ``A = -lam A0`` (``G(n)^-1 = I - n w A``, eq. 4.2); their dot product is ``q.k + (pos_k - pos_q) w lam``."""
     d = len(q)
-    A = additive_generator(u)
+    A = additive_generator(d, lam, q.dtype)
     eye = torch.eye(d + 2, dtype=q.dtype)
     qh = torch.cat([q, q.new_tensor([1.0, 0.0])])
     kh = torch.cat([k, k.new_tensor([0.0, 1.0])])
-    return (eye - pos_q * w * A).T @ qh, (eye + pos_k * w * A) @ kh
-
+    return (eye + pos_q * w * A) @ qh, (eye - pos_k * w * A).T @ kh

@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-PE_KINDS = ("nope", "rope", "grape_m", "alibi", "grape_a", "fox")
+PE_KINDS = ("nope", "rope", "grape_m", "alibi", "grape_a", "grape_a_q", "fox")
 
 
 def rotate_pairs(x: torch.Tensor, omegas: torch.Tensor) -> torch.Tensor:
@@ -54,42 +54,65 @@ class MultiplicativePE(nn.Module):
         return rotate_pairs(q, w), rotate_pairs(k, w), None
 
 
-class AdditivePE(nn.Module):
-    """GRAPE-A logit biases (``q`` is the scaled query ``q / sqrt(dh)``):
+def additive_gates(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                   u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Additive GRAPE's non-negative gates (paper eq. 4.6): ``softplus(v.q / sqrt(d))`` and
+    ``softplus(u.k / sqrt(d))`` over the last axis, ``v`` and ``u`` L2-normalised (as in the official code)."""
+    d = q.shape[-1]
+    vn, un = F.normalize(v, dim=-1), F.normalize(u, dim=-1)
+    return F.softplus((q * vn).sum(-1) / math.sqrt(d)), F.softplus((k * un).sum(-1) / math.sqrt(d))
 
-    * ``alibi``: ``-w_h (i - j)`` with ALiBi's slopes (``u = 0``, fixed ``w``);
-    * ``grape_a``: ``w_h (j - i) (1 + q_i . u_h)`` with learned slopes (start: ALiBi's) and ``u_h`` (start 0);
+
+class AdditivePE(nn.Module):
+    """GRAPE-A logit biases (``bias[b, h, i, j]``, causal ``j <= i``):
+
+    * ``alibi``: ``-s_h (i - j)`` with ALiBi's slopes ``s_h`` (the gate is 1 and ``w`` fixed);
+    * ``grape_a``: eq. 4.6, ``(j - i) w_h (softplus(v_h.q_i/sqrt(dh)) + softplus(u_h.k_j/sqrt(dh)))``
+      (GRAPE-A-QK) with ``w_h = softplus(r_h) s_h``, ``r_h`` starting at ``softplus^-1(1)`` (``w`` starts at
+      the slopes ``s_h``), ``u_h``, ``v_h`` unit directions drawn N(0, 1/dh) as in the official code;
+    * ``grape_a_q``: the official query-gated case ``(j - i) w_h softplus(v_h.q_i/sqrt(dh))``;
     * ``fox``: ``sum_(t=j+1..i) log f_t``, ``f_t = sigmoid(x_t W + b)`` per head (the path form of the lift).
+
+    The gates are non-negative and ``w_h >= 0``, so every bias is a penalty non-increasing in ``i - j`` for any
+    query and key (an unbounded gate such as ``1 + q.u`` could turn it into a reward).
     """
+
+    slopes: torch.Tensor  # buffer: the per-head slopes s_h
 
     def __init__(self, kind: str, d: int, dh: int, heads: int, slopes: torch.Tensor):
         super().__init__()
         self.kind = kind
-        if kind == "alibi":
+        if kind not in ("alibi", "grape_a", "grape_a_q", "fox"):
+            raise ValueError(kind)
+        if kind != "fox":
             self.register_buffer("slopes", slopes.float())
-        elif kind == "grape_a":
-            self.raw = nn.Parameter(torch.log(torch.expm1(slopes.float())))  # softplus^-1
-            self.u = nn.Parameter(torch.zeros(heads, dh))
+        if kind in ("grape_a", "grape_a_q"):
+            self.raw = nn.Parameter(torch.full((heads,), math.log(math.expm1(1.0))))  # softplus(raw) = 1
+            self.v = nn.Parameter(torch.randn(heads, dh) / math.sqrt(dh))
+            if kind == "grape_a":
+                self.u = nn.Parameter(torch.randn(heads, dh) / math.sqrt(dh))
         elif kind == "fox":
             self.gate = nn.Linear(d, heads)
             nn.init.zeros_(self.gate.weight)
             nn.init.constant_(self.gate.bias, 3.0)
-        else:
-            raise ValueError(kind)
+
+    def omega(self) -> torch.Tensor:
+        """The per-head slopes ``w_h`` (ALiBi: the fixed ``s_h``; GRAPE-A: ``softplus(r_h) s_h``)."""
+        return self.slopes if self.kind == "alibi" else F.softplus(self.raw) * self.slopes
 
     def forward(self, q, k, x):
         T = q.shape[-2]
-        rel = (torch.arange(T)[None, :] - torch.arange(T)[:, None]).to(q.dtype)  # j - i
-        if self.kind == "alibi":
-            bias = self.slopes[:, None, None] * rel
-        elif self.kind == "grape_a":
-            w = F.softplus(self.raw)
-            adapt = 1 + torch.einsum("bhtd,hd->bht", q / math.sqrt(q.shape[-1]), self.u)
-            bias = w[:, None, None] * rel * adapt[..., None]
-        else:
+        rel = (torch.arange(T)[None, :] - torch.arange(T)[:, None]).to(q.dtype).clamp_max(0)  # j - i (<= 0 causal)
+        if self.kind == "fox":
             c = torch.cumsum(F.logsigmoid(self.gate(x)), 1).transpose(1, 2)  # B x H x T
-            bias = c[..., :, None] - c[..., None, :]
-        return q, k, bias
+            return q, k, c[..., :, None] - c[..., None, :]
+        w = self.omega()[:, None, None]
+        if self.kind == "alibi":
+            return q, k, w * rel
+        key_dir = self.u if self.kind == "grape_a" else self.v  # grape_a_q: the key gate is not used
+        lam_q, lam_k = additive_gates(q, k, self.v[:, None, :], key_dir[:, None, :])  # B x H x T each
+        lam = lam_q[..., :, None] + (lam_k[..., None, :] if self.kind == "grape_a" else 0.0)
+        return q, k, w * rel * lam
 
 
 class Block(nn.Module):
@@ -119,27 +142,30 @@ class Block(nn.Module):
 class TinyTransformer(nn.Module):
     """Causal transformer (``layers`` blocks, pre-norm) whose only position signal is ``pe``:
     one of :data:`PE_KINDS`. ``omegas`` (``dh/2`` plane frequencies) sets the spectrum of ``rope`` and
-    the starting spectrum of ``grape_m`` (default: RoPE's, base ``base``)."""
+    the starting spectrum of ``grape_m`` (default: RoPE's, base ``base``); ``slopes`` (``heads`` values, or
+    ``layers x heads``) the slopes ``s_h`` of the additive kinds (default: ALiBi's in every layer)."""
 
     def __init__(self, vocab: int, pe: str = "rope", d: int = 64, heads: int = 4, layers: int = 2,
-                 omegas: torch.Tensor | None = None, base: float = 10000.0):
+                 omegas: torch.Tensor | None = None, base: float = 10000.0, slopes: torch.Tensor | None = None):
         super().__init__()
         if pe not in PE_KINDS:
             raise ValueError(f"unknown positional encoding {pe!r}; known: {PE_KINDS}")
         dh = d // heads
         if omegas is None:
             omegas = base ** (-torch.arange(dh // 2, dtype=torch.float64) / (dh // 2))
-        slopes = 2.0 ** (-8.0 * torch.arange(1, heads + 1, dtype=torch.float64) / heads)
+        if slopes is None:
+            slopes = 2.0 ** (-8.0 * torch.arange(1, heads + 1, dtype=torch.float64) / heads)
+        per_layer = torch.as_tensor(slopes, dtype=torch.float64).reshape(-1, heads).expand(layers, heads)
 
-        def make_pe() -> nn.Module | None:
+        def make_pe(layer: int) -> nn.Module | None:
             if pe == "nope":
                 return None
             if pe in ("rope", "grape_m"):
                 return MultiplicativePE(dh, omegas, learned=pe == "grape_m")
-            return AdditivePE(pe, d, dh, heads, slopes)
+            return AdditivePE(pe, d, dh, heads, per_layer[layer])
 
         self.emb = nn.Embedding(vocab, d)
-        self.blocks = nn.ModuleList(Block(d, heads, make_pe()) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(d, heads, make_pe(layer)) for layer in range(layers))
         self.norm, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from hifo.evaluators.base import InfeasibleSolution
-from hifo.evaluators.grape_anchor import GrAPEAnchor
-from evalkit import assert_figure
+from hifo.evaluators.grape_anchor import AnchorInstance, GrAPEAnchor
+from evalkit import assert_figure, run_set
 
 
 @pytest.fixture(scope="module")
@@ -26,44 +26,49 @@ def compiled(source: str):
 
 
 @pytest.fixture(scope="module")
-def instance(ev):
-    return ev.load_instances("train")[0]
+def short():
+    """A short run of the evaluator's 8-layer MLP for the mechanics (the real instances take 200 steps)."""
+    return AnchorInstance("mlp8/seed0/short", "mlp8", 0, 30, 3)
 
 
 def test_declaration(ev):
     assert ev.name == "grape_anchor" and ev.direction == "minimize" and ev.primary_metric == "test_loss"
     assert isinstance(inspect.getattr_static(GrAPEAnchor, "solve"), staticmethod)
     assert set(ev.baselines) == set(ev.reference_figures)
+    for instance_set in ("train", "test"):  # issue 30: a model where feedback drifts, two training seeds per set
+        insts = ev.load_instances(instance_set)
+        assert {i.model for i in insts} == {"mlp8"} and len({i.seed for i in insts}) >= 2
 
 
-@pytest.mark.parametrize("name", ["uniform", "none", "front_loaded"])
-def test_baselines_reach_reference_figures(ev, instance, name):
-    sol = ev.solve(compiled(ev.baselines[name]), instance)
-    metrics = ev.score(instance, sol)
-    for key, want in ev.reference_figures[name]["train"].items():
-        assert_figure(ev, metrics[key], want, key, name)
+@pytest.mark.slow
+def test_no_anchors_reach_the_reference_figures(ev):
+    _, agg = run_set(ev, compiled(ev.baselines["none"]), "train")
+    for key, want in ev.reference_figures["none"]["train"].items():
+        assert_figure(ev, agg[key], want, key, "none")
 
 
-def test_anchors_help_and_budget_is_enforced_by_the_loop(ev, instance):
+def test_budget_is_enforced_by_the_loop(ev, short):
     greedy = compiled("def take_anchor(step, total_steps, align, losses, anchors_used, budget):\n    return True\n")
-    sol = ev.solve(greedy, instance)
-    assert sol["anchors"] == list(range(instance.budget))
-    assert ev.score(instance, sol)["test_loss"] < ev.reference_figures["none"]["train"]["test_loss"] - 0.02
+    sol = ev.solve(greedy, short)
+    assert sol["anchors"] == list(range(short.budget))
+    metrics = ev.score(short, sol)
+    assert metrics["anchors"] == 3 and metrics["layer_parallel_fraction"] == pytest.approx(27 / 30)
 
 
-def test_parent_rejects_forged_schedules(ev, instance):
-    for bad in ({"anchors": list(range(instance.budget + 1))}, {"anchors": [0, 0]}, {"anchors": [-1]},
-                {"anchors": [instance.steps]}, {"anchors": [True]}, {"anchors": "0"}, [1, 2]):
+def test_parent_rejects_forged_schedules(ev, short):
+    for bad in ({"anchors": list(range(short.budget + 1))}, {"anchors": [0, 0]}, {"anchors": [-1]},
+                {"anchors": [short.steps]}, {"anchors": [True]}, {"anchors": "0"}, [1, 2]):
         with pytest.raises(InfeasibleSolution):
-            ev.score(instance, bad)
+            ev.score(short, bad)
 
 
-def test_non_bool_answers_fail(ev, instance):
+def test_non_bool_answers_fail(ev, short):
     with pytest.raises(ValueError):
         ev.solve(compiled("def take_anchor(step, total_steps, align, losses, anchors_used, budget):\n"
-                          "    return 'yes'\n"), instance)
+                          "    return 'yes'\n"), short)
 
 
+@pytest.mark.slow
 def test_baseline_runs_in_the_sandbox(ev):
     from hifo.agents.evaluation import make_job, score_result
     from hifo.sandbox import run_job
@@ -74,11 +79,11 @@ def test_baseline_runs_in_the_sandbox(ev):
     assert_figure(ev, score.metrics["test_loss"], ev.reference_figures["uniform"]["train"]["test_loss"], "test_loss")
 
 
-def test_parallel_scoring_in_threads_matches_serial(ev, instance):
+def test_parallel_scoring_in_threads_matches_serial(ev, short):
     # the agent scores candidates in parallel threads; the replay uses forward-mode AD (global levels)
     from concurrent.futures import ThreadPoolExecutor
 
-    sols = [{"anchors": [0, 1]}, {"anchors": []}, {"anchors": [10, 20, 30]}]
-    serial = [ev.score(instance, s)["test_loss"] for s in sols]
+    sols = [{"anchors": [0, 1]}, {"anchors": []}, {"anchors": [10, 20]}]
+    serial = [ev.score(short, s)["test_loss"] for s in sols]
     with ThreadPoolExecutor(3) as ex:
-        assert [m["test_loss"] for m in ex.map(lambda s: ev.score(instance, s), sols)] == serial
+        assert [m["test_loss"] for m in ex.map(lambda s: ev.score(short, s), sols)] == serial

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hifo.problems.grape import Net, cosine, digits_split, forward_gradient, rank1_jacobian, train
+from hifo.problems.grape import Net, cosine, digits_split, fdfa_jacobians, forward_gradient, rank1_jacobian, train
 
 
 def test_forward_gradient_is_unbiased_with_positive_expected_cosine():
@@ -37,6 +37,32 @@ def test_rank1_jacobian_estimate_is_unbiased():
     assert 0.0 < cosine(one, exact) < 0.95  # one sample is noisy but aligned
 
 
+def test_fdfa_estimates_every_layers_jacobian_without_bias_from_one_pass():
+    """FDFA (Bacho & Chu): perturbing every layer at once in one forward-mode pass still gives each layer an
+    unbiased estimate of its own Jacobian to the output (the other layers' noise averages out; it makes one
+    draw noisier, the more so the deeper the net and the smaller the layer's Jacobian)."""
+    gen = torch.Generator().manual_seed(2)
+    x = digits_split()[0][:16]
+    for model, layers in (("mlp", (0, 1)), ("mlp8", (6,))):
+        net = Net(model, 0)
+        with torch.no_grad():
+            hs = net.hidden(x)
+        draws = [fdfa_jacobians(net, x, gen) for _ in range(800)]
+        for l in layers:
+            fn = lambda z, l=l: net.rest(l, z)  # noqa: E731
+            exact = torch.stack([torch.func.jacrev(fn)(hs[l][i: i + 1])[0, :, 0, :] for i in range(16)]).mean(0).detach()
+            est = torch.stack([d[l] for d in draws]).mean(0)
+            assert cosine(est, exact) > 0.95, (model, l)
+            assert 0.0 < cosine(draws[0][l], exact) < 0.6  # one draw is noisy
+
+
+def test_fdfa_feedback_regresses_onto_the_jacobian():
+    run, _ = train("fdfa", "mlp", steps=60, log_every=59)
+    assert len(run.align) == 60 and run.align[0] == [0.0, 0.0]  # B_l starts at zero (official code)
+    assert min(run.align[-1]) > 0.2 and run.curve[-1]["hidden_grad_cos"] > 0.3
+    assert run.test_acc > 0.7
+
+
 def test_grape_aligns_feedback_and_beats_dfa_on_gradient_cosine():
     torch.set_num_threads(1)
     dfa, _ = train("dfa", "mlp", steps=150, log_every=149)
@@ -55,7 +81,7 @@ def test_anchor_replay_is_deterministic_and_budget_bounded():
     assert replay.test_acc == run.test_acc and replay.losses == run.losses
 
 
-@pytest.mark.parametrize("method", ["backprop", "dfa", "grape"])
+@pytest.mark.parametrize("method", ["backprop", "dfa", "fdfa", "grape"])
 def test_cnn_trains(method):
     run, _ = train(method, "cnn", steps=40, log_every=39, anchor_rule=lambda s, T, a, l, n: s == 0)
     assert run.test_acc > 0.3 and run.curve[-1]["grad_cos"] > 0.0

@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from hifo.problems.grape_pe import (AdditivePE, MultiplicativePE, TinyTransformer, additive_generator, additive_lift,
-                                    alibi_slopes, grape_m_matrix, make_batch, rank2_exp, rank2_generator,
+from hifo.problems.grape_pe import (AdditivePE, MultiplicativePE, TinyTransformer, additive_gates, additive_generator,
+                                    additive_lift, alibi_slopes, grape_m_matrix, make_batch, rank2_exp, rank2_generator,
                                     rope_spectrum)
 
 
@@ -98,42 +98,82 @@ def test_learned_commuting_planes_keep_the_relative_law_in_the_model():
 def test_additive_lift_is_unipotent_relative_and_recovers_alibi():
     g = _gen(6)
     d = 6
-    u = torch.randn(d, generator=g)
-    A = additive_generator(u)
-    assert torch.allclose(A @ A, torch.zeros_like(A))
+    lam = 0.7
+    A = additive_generator(d, lam)
+    assert torch.allclose(A @ A, torch.zeros_like(A))  # nilpotent: exp(nwA) = I + nwA (unipotent)
     assert torch.allclose(torch.linalg.matrix_exp(2.5 * A), torch.eye(d + 2) + 2.5 * A, atol=1e-12)
     q, k = torch.randn(d, generator=g), torch.randn(d, generator=g)
     w = 0.3
     vals = []
     for i in range(4, 9):
-        qh, kh = additive_lift(q, k, u, i, i - 4, w)
+        qh, kh = additive_lift(q, k, i, i - 4, w, lam)
         vals.append(float(qh @ kh))
-    assert max(vals) - min(vals) < 1e-9
-    assert vals[0] == pytest.approx(float(q @ k) + w * (-4) * (1 + float(q @ u)))
-    # u = 0: ALiBi's bias, head by head
+    assert max(vals) - min(vals) < 1e-9  # depends on j - i only (eq. 4.3)
+    assert vals[0] == pytest.approx(float(q @ k) + w * (-4) * lam)  # eq. 4.6's affine score
+    # lam = 1: ALiBi's bias, head by head (section 4.2)
     slopes = alibi_slopes(4)
     ref = reference_alibi(4, 10)
     for h in range(4):
         for i in range(10):
             for j in range(i + 1):
-                qh, kh = additive_lift(q, k, torch.zeros(d), i, j, float(slopes[h]))
+                qh, kh = additive_lift(q, k, i, j, float(slopes[h]))
                 assert float(qh @ kh) - float(q @ k) == pytest.approx(float(ref[h, i, j]), abs=1e-12)
 
 
-def test_alibi_and_grape_a_modules():
+def _grape_a(kind: str, heads: int = 4, dh: int = 8, seed: int = 0) -> AdditivePE:
+    torch.manual_seed(seed)
+    return AdditivePE(kind, heads * dh, dh, heads, alibi_slopes(heads))
+
+
+def test_alibi_and_grape_a_modules_match_the_lift():
     q = torch.randn(2, 4, 9, 8, generator=_gen(7))
-    _, _, bias = AdditivePE("alibi", 32, 8, 4, alibi_slopes(4))(q, q, None)
-    assert torch.allclose(bias.double(), reference_alibi(4, 9), atol=1e-6)
-    ga = AdditivePE("grape_a", 32, 8, 4, alibi_slopes(4))
-    _, _, b0 = ga(q, q, None)
-    assert torch.allclose(b0.double().expand(2, 4, 9, 9), reference_alibi(4, 9).expand(2, 4, 9, 9), atol=1e-6)
+    k = torch.randn(2, 4, 9, 8, generator=_gen(17))
+    causal = torch.ones(9, 9, dtype=torch.bool).tril()
+    _, _, bias = AdditivePE("alibi", 32, 8, 4, alibi_slopes(4))(q, k, None)
+    assert torch.allclose(bias.double()[..., causal], reference_alibi(4, 9)[..., causal], atol=1e-6)
+    ga = _grape_a("grape_a")
+    assert torch.allclose(ga.omega().double(), alibi_slopes(4))  # w starts at ALiBi's slopes (official init)
     with torch.no_grad():
-        ga.u.normal_()
-    _, _, b1 = ga(q, q, None)
-    i = 6  # row i: linear in (j - i) with a query-dependent slope
-    row = b1[0, 1, i, : i + 1]
-    steps = row[1:] - row[:-1]
-    assert torch.allclose(steps, steps[0].expand_as(steps), atol=1e-5)
+        _, _, b = ga(q, k, None)
+    lam_q, lam_k = additive_gates(q, k, ga.v[:, None, :], ga.u[:, None, :])
+    for (bb, h, i, j) in [(0, 0, 5, 2), (1, 3, 8, 0), (0, 2, 7, 7), (1, 1, 4, 1)]:
+        lam = lam_q[bb, h, i] + lam_k[bb, h, j]
+        qh, kh = additive_lift(q[bb, h, i].double(), k[bb, h, j].double(), i, j, float(ga.omega()[h].detach()),
+                               lam.detach().double())
+        assert float(b[bb, h, i, j]) == pytest.approx(float(qh @ kh) - float(q[bb, h, i] @ k[bb, h, j]), abs=1e-5)
+    gq = _grape_a("grape_a_q")
+    _, _, bq = gq(q, k, None)
+    lam_q, _ = additive_gates(q, k, gq.v[:, None, :], gq.v[:, None, :])
+    want = gq.omega()[:, None, None] * (torch.arange(9)[None, :] - torch.arange(9)[:, None]) * lam_q[..., :, None]
+    assert torch.allclose(bq[..., causal].double(), want.double()[..., causal], atol=1e-6)  # key-independent: query gate only
+
+
+@pytest.mark.parametrize("kind", ["grape_a", "grape_a_q"])
+def test_softplus_gates_keep_the_bias_a_penalty_growing_with_distance(kind):
+    """Paper, eq. 4.5-4.6: softplus keeps the decay rate non-negative, so for causal offsets the bias is a
+    monotone penalty: for ANY query and key content (and any learned directions and slopes), the bias of a key
+    is <= 0 and non-increasing as the key moves further back."""
+    T = 12
+    ga = _grape_a(kind, seed=3)
+    g = _gen(11)
+    with torch.no_grad():  # adversarial parameters: large directions and slopes driven far both ways
+        ga.raw.copy_(torch.tensor([-30.0, -1.0, 2.0, 30.0]))
+        ga.v.mul_(50.0)
+    for trial in range(20):
+        q0 = torch.randn(2, 4, 1, 8, generator=g) * (10.0 if trial % 2 else 1.0)
+        k0 = torch.randn(2, 4, 1, 8, generator=g) * (10.0 if trial % 3 else 1.0)
+        if trial == 0:  # the query aligned against its gate direction (the case an unbounded gate gets wrong)
+            q0 = -20.0 * ga.v.detach()[None, :, None, :].expand(2, 4, 1, 8)
+        _, _, bias = ga(q0.expand(2, 4, T, 8), k0.expand(2, 4, T, 8), None)
+        for i in range(T):
+            row = bias[..., i, : i + 1].flip(-1)  # distance 0, 1, ..., i
+            assert (row <= 0).all()
+            assert (row[..., 1:] - row[..., :-1] <= 1e-6).all()
+    # the unbounded gate w (j - i)(1 + q.u) of the earlier version fails the same check: not vacuous
+    u = ga.v.detach()[0] / ga.v.detach()[0].norm()
+    q_bad = -3.0 * u * (8 ** 0.5)
+    unbounded = [0.1 * (-dist) * (1 + float(q_bad @ u) / 8 ** 0.5) for dist in range(5)]
+    assert unbounded[-1] > unbounded[0]
 
 
 def test_fox_bias_is_the_sum_of_log_forget_gates():
@@ -155,10 +195,22 @@ def test_recall_batches_and_the_model_forward():
     for b in range(3):  # each query's target is the value that followed that key
         pairs = dict(zip(x[b, 0:8:2].tolist(), x[b, 1:8:2].tolist()))
         assert [pairs[k] for k in x[b, -4:].tolist()] == y[b, -4:].tolist()
-    for pe in ("nope", "rope", "grape_m", "alibi", "grape_a", "fox"):
+    for pe in ("nope", "rope", "grape_m", "alibi", "grape_a", "grape_a_q", "fox"):
         torch.manual_seed(0)
         m = TinyTransformer(72, pe, d=32, heads=2)
         assert m(x).shape == (3, 40, 72)
     with pytest.raises(ValueError):
         TinyTransformer(72, "sinusoid")
     assert math.isclose(float(rope_spectrum(8)[1]), 10000 ** (-1 / 8))
+
+
+def test_latest_value_batches_ask_for_the_later_of_two_different_writes():
+    x, y = make_batch(5, 40, 4, _gen(10), writes=2)
+    assert x.shape == (5, 40) and (y != -100).sum() == 20
+    for b in range(5):
+        first = dict(zip(x[b, 0:8:2].tolist(), x[b, 1:8:2].tolist()))
+        second = dict(zip(x[b, 8:16:2].tolist(), x[b, 9:16:2].tolist()))
+        assert set(first) == set(second) and all(first[key] != second[key] for key in first)
+        assert [second[key] for key in x[b, -4:].tolist()] == y[b, -4:].tolist()
+    with pytest.raises(ValueError):
+        make_batch(2, 19, 4, _gen(0), writes=2)
