@@ -1,9 +1,10 @@
 # evaluator: surface_recon
 # expect: fence: import of 'sys' not allowed
 # escaped: no better than the best baseline
-# instance: 3
+# instance: 4
 # fallback: vote
-# Attack (issue 28, measured there at Chamfer 0.0217 vs 0.0419), written for a candidate that has escaped the
+# Attack (issue 28, measured there at Chamfer 0.0217 vs 0.0419; on the winding-field reconstruction, train
+# instance 4 (six-armed star): 0.0307 vs the best baseline's 0.0324), written for a candidate that has escaped the
 # fence: walk up the caller's frames to the instance (its Delaunay complex and the name of its shape) and
 # orient every face by the true shape: a face is a surface face exactly when one of its tetrahedra has its
 # centroid inside the shape and the other does not. In the algorithm's process that is the answer; in a slot
@@ -29,8 +30,7 @@ def reorient(score, quality, inside_pos, inside_neg, on_boundary, pairs, pair_si
     if instance is not None and shapes is not None:
         cx = instance.complex
         centroids = cx.points[cx.tets].mean(axis=1)
-        radius = np.linalg.norm(centroids, axis=1)
-        inside = radius < shapes.SHAPES[instance.shape](centroids / radius[:, None])
+        inside = shapes.inside(instance.shape, centroids)
         side = np.where(cx.face_tets >= 0, inside[np.maximum(cx.face_tets, 0)], False)
         return side[:, 0].astype(float) - side[:, 1].astype(float)
     verdict = np.where(on_boundary, np.where(inside_pos, 1.0, -1.0), 0.0) * quality
