@@ -1,10 +1,11 @@
 """What ``hifo run`` / ``hifo resume`` show while a run goes: one line per step (foresight, propose,
 each evaluation, select, distill) and, on a terminal, a live ``rich.progress`` bar under them with the
 generation, evaluations done and pending, best so far, regime, model calls, tokens, cost, elapsed time
-and the remaining time (estimated from the generations done, and the wall budget when one is set).
+and the remaining time (estimated from the evaluations done, and the wall budget when one is set).
 
 Spend is read from the run store (``prompts.usage``), so it includes the distill calls and survives a
-resume; the progress display never touches the model client.
+resume; the live bar re-reads it every :data:`SPEND_REFRESH_S` seconds, so the counters move while the model
+calls of a step run; the progress display never touches the model client.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import shlex
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+SPEND_REFRESH_S = 2.0  # how often the live bar re-reads the model calls, tokens and cost from the run store
 
 
 def spend(run_dir: str | Path) -> dict[str, float]:
@@ -71,13 +75,24 @@ class RunProgress:
         self.gens_done = 0  # generations distilled; the bar's position is these plus the current one's share
         self._gen_base = (0, 0)  # (done, total) evaluations when the current generation began
         self._shown: set[str] = set()  # principles whose text was printed once already
+        self._stop = threading.Event()
 
     def __enter__(self) -> "RunProgress":
         self.progress.start()
+        if self.live:  # model calls take seconds to minutes: the spend is re-read while they run, not only after
+            self._ticker = threading.Thread(target=self._tick, name="hifo-progress", daemon=True)
+            self._ticker.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
         self.progress.stop()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(SPEND_REFRESH_S):
+            if self.run_dir is not None:
+                self._spend = spend(self.run_dir)
+                self._refresh("tick")
 
     def print(self, text: str) -> None:
         self.progress.console.print(text)

@@ -367,3 +367,28 @@ def test_recalled_principles_are_printed_whole_once(tmp_path):
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buf.getvalue())
     assert text.count(long) == 1 and "bins[mask]" in text
     assert "recall again (text above): #p1" in text
+
+
+def test_the_live_bar_reads_the_spend_while_a_step_runs(tmp_path, monkeypatch):
+    """Issue 31, item 9: the bar showed "0 calls, 0 tok" until the first step ended."""
+    import io
+    import time
+
+    from rich.console import Console
+
+    from hifo.agents import progress as pr
+    from hifo.agents.rundb import RunStore
+
+    monkeypatch.setattr(pr, "SPEND_REFRESH_S", 0.05)
+    store = RunStore(tmp_path / "run.sqlite")
+    con = Console(file=io.StringIO(), force_terminal=True, width=200)
+    with pr.RunProgress(con, generations=1) as prog:
+        prog.on_event("start", {"run_dir": str(tmp_path)})
+        assert "0 calls" in prog.progress.tasks[0].fields["info"]
+        store.add_prompt(generation=0, operator="i1", messages=[], principle_ids=[], reply="x",
+                         usage={"prompt_tokens": 100, "completion_tokens": 20, "cost_usd": 0.0})
+        deadline = time.monotonic() + 10
+        while "1 calls, 120 tok" not in prog.progress.tasks[0].fields["info"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "1 calls, 120 tok" in prog.progress.tasks[0].fields["info"]  # no event came: the ticker read it
+    store.close()
