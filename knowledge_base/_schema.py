@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_S = 30.0
 
 
@@ -100,8 +101,38 @@ CREATE TABLE principle_use (
 );
 """
 
-# version reached -> script that upgrades from the version before it
-_MIGRATIONS: dict[int, str] = {1: _DDL_V1, 2: _DDL_V2, 3: _DDL_V3}
+
+
+def _allow_seed_source(conn: sqlite3.Connection) -> None:
+    """v4: the source 'seed' (the generic principles an empty store starts with; they were stated as 'user').
+
+    Only the CHECK list of ``principles.source`` widens, which changes no stored row, so the table is not
+    rebuilt (a rebuild would cascade deletes through the provenance and use tables): the table's SQL is
+    edited in place as SQLite documents for such changes (https://www.sqlite.org/lang_altertable.html,
+    "simpler procedure"), the schema cookie bumped and the file's integrity checked, all inside the
+    migration's transaction. Seed principles already stored keep the source 'user'."""
+    old = "CHECK (source IN ('model', 'contrast', 'user', 'import'))"
+    new = "CHECK (source IN ('model', 'contrast', 'user', 'import', 'seed'))"
+    (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'principles'").fetchone()
+    if new in sql:
+        return
+    if old not in sql:
+        raise KnowledgeBaseError(f"unexpected principles table, cannot add the source 'seed': {sql}")
+    cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+    conn.execute("PRAGMA writable_schema = ON")
+    try:
+        conn.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = 'principles'",
+                     (sql.replace(old, new),))
+        conn.execute(f"PRAGMA schema_version = {cookie + 1}")
+    finally:
+        conn.execute("PRAGMA writable_schema = OFF")
+    problems = conn.execute("PRAGMA integrity_check").fetchall()
+    if problems != [("ok",)]:
+        raise KnowledgeBaseError(f"integrity check after adding the source 'seed' failed: {problems[:3]}")
+
+
+# version reached -> script (or function) that upgrades from the version before it
+_MIGRATIONS: dict[int, Any] = {1: _DDL_V1, 2: _DDL_V2, 3: _DDL_V3, 4: _allow_seed_source}
 
 
 def default_kb_path() -> Path:
@@ -178,7 +209,11 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
             if foreign:
                 raise KnowledgeBaseError(f"{path} is an SQLite file but not a hifo knowledge base")
         for target in range(version + 1, SCHEMA_VERSION + 1):
-            for statement in _split(_MIGRATIONS[target]):
+            step = _MIGRATIONS[target]
+            if callable(step):
+                step(conn)
+                continue
+            for statement in _split(step):
                 conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:

@@ -2,7 +2,7 @@
 
 Export format (version 2)::
 
-    {"format": "hifo-principles", "version": 2, "schema_version": 3, "exported_at": <unix s>,
+    {"format": "hifo-principles", "version": 2, "schema_version": 4, "exported_at": <unix s>,
      "principles": [<Principle.to_dict()> + {"inactive": null | {"since": <unix s>, "lower_bound": x},
                                              "used_on": {problem: {"uses", "wins", "credit_sum"}},
                                              "pool_state": "active" | "probation" | "inactive" | "retired"},

@@ -119,7 +119,7 @@ def list_command(
     as_json: JsonOption = False,
     status: Annotated[StatusFilter, typer.Option("--status", help="Which principles to list.")] = StatusFilter.active,
     problem: Annotated[Optional[str], typer.Option("--problem", help="Only those first stated for this problem.")] = None,
-    source: Annotated[Optional[str], typer.Option("--source", help="model, contrast, user or import.")] = None,
+    source: Annotated[Optional[str], typer.Option("--source", help="model, contrast, user, import or seed.")] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most this many.")] = None,
 ) -> None:
     """List principles, highest utility first."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from .credit import win_rate
 
-SOURCES = ("model", "contrast", "user", "import")
+SOURCES = ("model", "contrast", "user", "import", "seed")
 """Who stated a principle: the language model (distill), the model-free contrast miner, a person, or a
 file imported without ids."""
 

@@ -1,6 +1,6 @@
 """Generic seed principles for an empty knowledge base (HiFo-Prompt starts its insight pool the same
 way): problem-independent advice, so that the first run's prompts can already carry principles and
-credit can start telling them apart.  Stated with source ``user`` and the tag ``seed``; they are
+credit can start telling them apart.  Stated with source ``seed`` (``user`` in stores made before schema v4) and the tag ``seed``; they are
 credited, sampled and retired like any other principle."""
 
 from __future__ import annotations
@@ -20,4 +20,4 @@ def seed_if_empty(kb: KnowledgeBase) -> list[str]:
     """Add `GENERIC_PRINCIPLES` when the store holds no principle at all (any status); returns their ids."""
     if kb.stats()["principles"]:
         return []
-    return [kb.add(text, tags=["seed", "generic"], source="user").id for text in GENERIC_PRINCIPLES]
+    return [kb.add(text, tags=["seed", "generic"], source="seed").id for text in GENERIC_PRINCIPLES]

@@ -188,3 +188,39 @@ def test_bounded_pool_with_probation_keeps_what_helps_across_runs(kb_path):
         h = kb.helped_on(seeded.id)
         assert h["learnt_on"] == ["seed"] and "toy" in h["helped_on"]
         assert h["used_on"]["toy"]["uses"] == seeded.uses
+
+
+def test_migration_from_v3_allows_the_seed_source_and_keeps_everything(kb_path):
+    """v4 widens the CHECK on principles.source in place (issue 31: seed principles were labelled 'user'):
+    rows, provenance and credit of a v3 store survive, and the generic seeds are stored as 'seed'."""
+    import sqlite3
+
+    from hifo.knowledge_base import _schema
+    from hifo.knowledge_base.seeds import seed_if_empty
+
+    kb_path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(kb_path)
+    for v in (1, 2, 3):
+        for stmt in _schema._split(_schema._MIGRATIONS[v]):
+            conn.execute(stmt)
+    conn.execute("INSERT INTO principles (id, text, source, utility, uses, created_at, updated_at, credit_n) "
+                 "VALUES ('p1', 'old text of a principle', 'user', 0.2, 3, 1.0, 1.0, 2)")
+    conn.execute("INSERT INTO provenance (principle_id, key, run_id, generation) VALUES ('p1', 'k', 'r', 4)")
+    conn.execute("PRAGMA user_version = 3")
+    conn.commit()
+    conn.close()
+    with KnowledgeBase(kb_path) as kb:
+        p = kb.get("p1")
+        assert (p.source, p.uses, p.credit_n) == ("user", 3, 2) and p.provenance[0].generation == 4
+        with pytest.raises(ValueError):
+            kb.add("a principle from nowhere", source="nowhere")
+    raw = sqlite3.connect(kb_path)
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 4
+    with pytest.raises(sqlite3.IntegrityError):  # the database itself still refuses unknown sources
+        raw.execute("INSERT INTO principles (id, text, source, created_at, updated_at) VALUES ('x', 't', 'bogus', 1, 1)")
+    raw.execute("INSERT INTO principles (id, text, source, created_at, updated_at) VALUES ('y', 't', 'seed', 1, 1)")
+    raw.rollback()
+    raw.close()
+    fresh = kb_path.parent / "fresh.sqlite"
+    with KnowledgeBase(fresh) as kb:
+        assert {kb.get(i).source for i in seed_if_empty(kb)} == {"seed"}
