@@ -1,7 +1,7 @@
 """Generic seed principles for an empty knowledge base (HiFo-Prompt starts its insight pool the same
 way): problem-independent advice, so that the first run's prompts can already carry principles and
-credit can start telling them apart.  Stated with source ``seed`` (``user`` in stores made before schema v4) and the tag ``seed``; they are
-credited, sampled and retired like any other principle."""
+credit can start telling them apart.  Stated with source ``seed`` (``user`` in stores made before
+schema v4) and the tag ``seed``; they are credited, sampled and retired like any other principle."""
 
 from __future__ import annotations
 
