@@ -60,3 +60,35 @@ def load_figures(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     return {k: v for k, v in json.loads(path.read_text()).items() if not k.startswith("_")}
+
+
+def baselines_per_instance(ev: Evaluator, baseline_on: Any, jobs: int = 1
+                           ) -> tuple[dict[str, Any], dict[tuple[str, str, int], dict[str, float]]]:
+    """Every baseline of ``ev`` on every instance of every set, as ``baseline_on((name, set, index))`` measures
+    it (a module-level function: with ``jobs`` > 1 it runs in that many spawned processes; every figure is one
+    deterministic run, so the split changes nothing). Returns ({baseline: {set: ev.aggregate of its
+    instances, rounded to 6 digits}}, {(baseline, set, index): that instance's metrics})."""
+    work = [(n, s, k) for n in ev.baselines for s in ev.instance_sets for k in range(len(ev.load_instances(s)))]
+    if jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            results = dict(zip(work, pool.map(baseline_on, work, chunksize=1)))
+    else:
+        results = {w: baseline_on(w) for w in work}
+    out: dict[str, Any] = {}
+    for n in ev.baselines:
+        for s in ev.instance_sets:
+            per = [results[(n, s, k)] for k in range(len(ev.load_instances(s)))]
+            out.setdefault(n, {})[s] = {k: round(v, 6) for k, v in ev.aggregate(per).items()}
+    return out, results
+
+
+def rank_agreement(out: dict[str, Any], names: list[str], metric: str) -> dict[str, Any]:
+    """The baselines' ``metric`` on train and test, and the Spearman correlation of their ranks."""
+    from scipy.stats import spearmanr
+
+    train = [out[n]["train"][metric] for n in names]
+    test = [out[n]["test"][metric] for n in names]
+    return {"baselines": names, "train": train, "test": test,
+            "spearman": round(float(spearmanr(train, test).statistic), 6)}

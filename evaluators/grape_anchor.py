@@ -165,30 +165,18 @@ def make_refs(jobs: int = 1) -> dict[str, Any]:
     deterministic run, so the split changes nothing); per seed, each baseline's ``test_loss`` and its difference
     from ``none`` (no anchors, the trivial answer) with their seed-to-seed standard deviations; the Spearman
     correlation of the baselines' train and test ranks."""
-    import multiprocessing
-
-    from scipy.stats import spearmanr
+    from hifo.evaluators._seed_noise import baselines_per_instance, rank_agreement
 
     ev = GrAPEAnchor()
     names = list(ev.baselines)
-    work = [(n, s, k) for n in names for s in ev.instance_sets for k in range(len(ev.load_instances(s)))]
-    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-        results = dict(zip(work, pool.map(_baseline_on, work, chunksize=1)))
-    out: dict[str, Any] = {}
-    for n in names:
-        for s in ev.instance_sets:
-            per = [results[(n, s, k)] for k in range(len(ev.load_instances(s)))]
-            out.setdefault(n, {})[s] = {k: round(v, 6) for k, v in ev.aggregate(per).items()}
-    per_seed = {n: [results[w]["test_loss"] for w in work if w[0] == n] for n in names}
-    train = [out[n]["train"]["test_loss"] for n in names]
-    test = [out[n]["test"]["test_loss"] for n in names]
+    out, results = baselines_per_instance(ev, _baseline_on, jobs)
+    per_seed = {n: [v["test_loss"] for w, v in results.items() if w[0] == n] for n in names}
     diff = {n: [a - b for a, b in zip(per_seed[n], per_seed["none"])] for n in names}
     out["_seed_noise"] = {n: {"test_loss_per_seed": [round(v, 6) for v in per_seed[n]],
                               "seed_sd": round(float(np.std(per_seed[n], ddof=1)), 6),
                               "minus_none_per_seed": [round(v, 6) for v in diff[n]],
                               "minus_none_sd": round(float(np.std(diff[n], ddof=1)), 6)} for n in names}
-    out["_rank_agreement"] = {"baselines": names, "train": train, "test": test,
-                              "spearman": round(float(spearmanr(train, test).statistic), 6)}
+    out["_rank_agreement"] = rank_agreement(out, names, "test_loss")
     return out
 
 
