@@ -75,7 +75,8 @@ def open_run_kb(cfg: RunConfig, client: Any, run_dir: Path, store: RunStore, res
             with KnowledgeBase(private) as fresh:
                 fresh.import_json(doc_path)
             if recorder is not None:  # re-recording a replay: the new cassette starts from the same store
-                recorder.write_kb_snapshot({k: snap[k] for k in ("clock", "kb_path", "export") if k in snap})
+                recorder.write_kb_snapshot({**{k: snap[k] for k in ("clock", "kb_path", "export") if k in snap},
+                                            "temperature": cfg.temperature})
         store.set_meta("kb", {"path": str(private), "source": f"snapshot in {replay.path}",
                               "principles": len(snap["export"].get("principles", [])), "clock": snap["clock"]})
         return KnowledgeBase(private, clock=_frozen(float(snap["clock"])))
@@ -92,7 +93,9 @@ def open_run_kb(cfg: RunConfig, client: Any, run_dir: Path, store: RunStore, res
         clock = time.time()
         kb = KnowledgeBase(shared, clock=_frozen(clock))
         export = export_document(kb)
-        recorder.write_kb_snapshot({"clock": clock, "kb_path": str(shared), "export": export})
+        # the run's sampling temperature goes with it: `--model replay:FILE` takes it from here
+        recorder.write_kb_snapshot({"clock": clock, "kb_path": str(shared), "export": export,
+                                    "temperature": cfg.temperature})
         store.set_meta("kb", {"path": str(shared), "source": "live, snapshot recorded in the cassette",
                               "principles": len(export.get("principles", [])), "clock": clock})
         return kb

@@ -24,9 +24,10 @@ from hifo.agents.llm.base import Completion, LLMClient, LLMError, Message
 
 
 def recorded_temperature(cassette_path: str | os.PathLike) -> float | None:
-    """The sampling temperature a cassette was recorded with: the most common ``temperature`` of its
-    ``call`` lines (the pre-flight check at 0.0 and the novelty redraws at higher temperatures are a
-    few calls each). None when the file is missing or holds no call."""
+    """The sampling temperature a cassette was recorded with: the run's own, written with its knowledge-base
+    snapshot; for a cassette without one (recorded before), the most common ``temperature`` of its ``call``
+    lines — a guess that fails when novelty re-draws (at higher temperatures) outnumber the first calls, as
+    they can with a model that repeats itself. None when the file is missing or holds no call."""
     counts: dict[float, int] = defaultdict(int)
     try:
         with Path(cassette_path).open(encoding="utf-8") as fh:
@@ -35,6 +36,9 @@ def recorded_temperature(cassette_path: str | os.PathLike) -> float | None:
                     obj = json.loads(raw)
                 except ValueError:
                     continue
+                if isinstance(obj, dict) and obj.get("type") == "kb_snapshot" \
+                        and isinstance(obj.get("temperature"), (int, float)):
+                    return float(obj["temperature"])
                 if isinstance(obj, dict) and obj.get("type") == "call":
                     t = (obj.get("request") or {}).get("temperature")
                     if isinstance(t, (int, float)):

@@ -34,6 +34,12 @@ def test_replay_uses_the_recorded_temperature(tmp_path):
     assert RunConfig(problem="bpp_online", model=f"replay:{cassette}").temperature == 0.7
     assert RunConfig(problem="bpp_online", model=f"replay:{cassette}", temperature=0.3).temperature == 0.3
     assert recorded_temperature(tmp_path / "missing.jsonl") is None
+    # the run writes its own temperature with the knowledge-base snapshot: re-draws at 1.2 may outnumber the
+    # first calls (a model that repeats itself), and the most common temperature then is not the run's
+    redraws = [{"type": "call", "request": {"temperature": 1.2}}] * 5
+    cassette.write_text("\n".join(json.dumps(x) for x in [lines[0], {"type": "kb_snapshot", "temperature": 0.7},
+                                                          *lines[1:], *redraws]) + "\n")
+    assert recorded_temperature(cassette) == 0.7
 
 
 def test_a_damaged_run_is_listed_with_its_path(tmp_path):
