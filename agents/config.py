@@ -94,10 +94,12 @@ class RunConfig(BaseModel):
     novelty_redraws: int = Field(2, ge=0, le=10, description="a reply whose normalised code equals an earlier "
                                  "candidate's is not evaluated; its prompt is asked again (new seed, hotter) up to "
                                  "this many times; every re-draw is a model call within --max-calls")
-    probe_novelty: bool = Field(True, description="novelty by behaviour as well as by code: before a new candidate is "
-                                "evaluated it runs on the evaluator's probe instances (when it declares them); one "
+    probe_novelty: bool = Field(False, description="novelty by behaviour as well as by code: before a new candidate "
+                                "is evaluated it runs on the evaluator's probe instances (when it declares them); one "
                                 "whose solutions there equal an earlier candidate's is a duplicate and re-drawn "
-                                "like one (agents/probe.py)")
+                                "like one (agents/probe.py). Off by default: a probe that runs out of its time limit "
+                                "on a loaded machine decides differently from one that does not, so a recorded run "
+                                "would not replay exactly; duplicates by normalised code are always rejected")
     grammar: bool = Field(True, description="constrain the embedded model (local / local:*) to the evaluator's "
                                             "slot grammar, when it declares one (agents/llm/grammar.py); other "
                                             "models are never constrained")

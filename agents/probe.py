@@ -17,6 +17,10 @@ fingerprint and goes to its evaluation, which reports the failure as usual. The 
 so a candidate could make itself look new (random noise in its scores): that costs it an evaluation and
 gains it nothing, since fitness comes from the evaluation alone.
 
+Off by default (``probe_novelty = true`` in the run's TOML turns it on): whether a candidate finishes its probe
+within :data:`PROBE_TIMEOUT_S` depends on the machine's load, and a probe that gives up decides "new" where
+another would have said "duplicate", so a recorded run would not replay exactly on another machine.
+
 Fingerprints are kept in the run store (``behaviours``: fingerprint -> the first candidate), so a resumed
 run judges novelty as the uninterrupted one would.
 """

@@ -57,7 +57,7 @@ class DuplicateThenCrashThenFix:
 
 def test_a_run_with_redraws_and_runtime_repairs_never_reuses_a_seed(tmp_path):
     model = DuplicateThenCrashThenFix()
-    cfg = tiny_config(tmp_path, init_samples=3, population=3, temperature=0.7, novelty_redraws=1)
+    cfg = tiny_config(tmp_path, init_samples=3, population=3, temperature=0.7, novelty_redraws=1, probe_novelty=True)
     with LocalExecutor(max_workers=1) as ex:
         start_run(cfg, client=model, executor=ex)
     # 3 proposals, each Best Fit again (a duplicate of the baseline by behaviour), so 3 re-draws, and
