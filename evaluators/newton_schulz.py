@@ -211,6 +211,11 @@ class NewtonSchulzSchedule(Evaluator):
     direction = "minimize"
     primary_metric = "objective"
     timing_metrics = ("ns_ms",)  # the parent's wall time: informative, load-dependent, not part of any check
+    # Measured 2026-12-06: on a 2-core AMD EPYC (AVX2, pinned kernels, one torch thread) the train figures are
+    # bit-identical to the stored ones, but the test set's validation loss differs by up to 1.6 % (objective
+    # 0.9 %; ortho_error exact) from the figures stored on another machine; the cause (a torch/MKL kernel that
+    # the pinning does not reach) is not found yet. Declared, so no check pretends these are exact.
+    fitness_rtol = {"val_loss": 0.025, "objective": 0.015, "*": 0.0}
     template = _TEMPLATE
     instance_sets = ("train", "test")
     limits = Limits(timeout_s=180.0, cpu_s=240, memory_mb=8192)  # torch needs a large address space

@@ -185,6 +185,11 @@ class OptimizerUpdate(Evaluator):
                         "test": {"val_loss": 0.994129, "val_accuracy": 0.677066}},
     }
     tags = ("optimizer", "muon", "adamw", "deep learning", "torch")
+    # Measured 2026-12-06: on a 2-core AMD EPYC (AVX2, pinned kernels, one torch thread) the train figures are
+    # bit-identical to the stored ones, but the test set's differ by up to 1.0 % (val_loss, Muon) and 0.4 %
+    # (val_accuracy) from the figures stored on another machine; the cause (a torch/MKL kernel that the pinning
+    # does not reach) is not found yet. Declared, so no check pretends these are exact.
+    fitness_rtol = {"val_loss": 0.015, "val_accuracy": 0.006, "*": 0.0}
     # issue 28: the candidate in a process of its own, a fresh one per instance (sandbox/_slotproc.py): it gets
     # numpy copies of one matrix's gradient, momentum and weight and its state dict (held here between calls),
     # never the model, the training data or the loop; one call per hidden matrix per step (about 1,000 per

@@ -53,7 +53,7 @@ def test_isolation_report_describes_layers_levels_and_tools():
     assert report["sandbox"] == "v2" and report["is_root"] == (os.geteuid() == 0)
     assert set(report["layers"]) == {"unprivileged_user", "pid_namespace", "network_namespace", "read_only_fs",
                                      "bounded_disk", "seccomp"}
-    assert set(report["tools"]) == {"setpriv", "unshare", "bwrap"}
+    assert set(report["tools"]) == {"setpriv", "unshare", "bwrap", "libseccomp"}
     assert report["levels"]["minimal"] == "runs" and report["levels"]["standard"] == "runs"
     missing = [name for name, how in report["layers"].items() if how.startswith("MISSING")]
     assert (report["levels"]["strict"] == "runs") == (not missing)
