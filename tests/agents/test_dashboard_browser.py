@@ -1,5 +1,5 @@
-"""Issue 31: ``hifo ui`` follows a run while it works. A scripted-model run is started and held at its first
-model call; the dashboard page is opened in headless Chromium (over the DevTools protocol, tests/agents/
+"""Issue 31: ``hifo ui`` follows a run while it works. A run is recorded with the scripted model, then replayed
+from its cassette, the replay held at its first model call; the dashboard page is opened in headless Chromium (over the DevTools protocol, tests/agents/
 cdp.py) and shows the run as it stands; the run is released, and the same page, never reloaded, shows the
 best-so-far curve and the candidate table grow to what the run store holds at the end, with no console
 error. Skipped without Chromium (Debian `chromium-headless-shell` or `chromium`)."""
@@ -36,8 +36,16 @@ class HeldModel:
 
 @pytest.mark.skipif(BROWSER is None, reason="needs headless Chromium (apt-get install chromium-headless-shell)")
 def test_dashboard_follows_a_running_run_in_headless_chromium(tmp_path, make_fake_model):
-    cfg = tiny_config(tmp_path, generations=1, population=2, offspring=2, init_samples=2, hyper_lambda=1, workers=2)
-    model = HeldModel(make_fake_model())
+    from hifo.agents.llm.factory import make_client
+    from hifo.agents.llm.replay import RecordingClient
+
+    shape = dict(generations=1, population=2, offspring=2, init_samples=2, hyper_lambda=1, workers=2)
+    cassette = tmp_path / "cassette.jsonl"
+    with LocalExecutor(max_workers=2) as ex:  # the recording; the dashboard follows its replay
+        start_run(tiny_config(tmp_path, run_dir=str(tmp_path / "recorded"), kb=str(tmp_path / "kb0.sqlite"), **shape),
+                  client=RecordingClient(make_fake_model(), cassette), executor=ex)
+    cfg = tiny_config(tmp_path, model=f"replay:{cassette}", **shape)
+    model = HeldModel(make_client(f"replay:{cassette}"))
     result: dict = {}
 
     def run() -> None:
