@@ -1,8 +1,8 @@
 """Issue 31: ``hifo ui`` follows a run while it works. A run is recorded with the scripted model, then replayed
-from its cassette, the replay held at its first model call; the dashboard page is opened in headless Chromium (over the DevTools protocol, tests/agents/
-cdp.py) and shows the run as it stands; the run is released, and the same page, never reloaded, shows the
-best-so-far curve and the candidate table grow to what the run store holds at the end, with no console
-error. Skipped without Chromium (Debian `chromium-headless-shell` or `chromium`)."""
+from its cassette, the replay held at its first model call; the dashboard page is opened in headless Chromium
+(over the DevTools protocol, tests/agents/cdp.py) and shows the run as it stands; the run is released, and the
+same page, never reloaded, shows the best-so-far curve and the candidate table grow to what the run store holds
+at the end, with no console error. Skipped without Chromium (Debian `chromium-headless-shell` or `chromium`)."""
 
 import threading
 import time
