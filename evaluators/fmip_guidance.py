@@ -7,25 +7,25 @@ the constraint violation in the energy that re-weights the integer candidates, t
 temperature of that re-weighting, and the step size of the gradient steps on the continuous
 variables. The samples are then handed to HiGHS by the official neural diving (several dives,
 each fixing a random 10 % of the integer variables to a sample's values, best kept; then the
-full MIP from the best dive) under a CPU-time budget (the LP and the guidance's own calls count
-against it; the network's forward passes do not: their number is the same for every guidance, their
-CPU time is a fact about the machine). In the sandbox the guidance runs in a slot process of its own
-(``slot_process``): it receives ``(t, step, n_steps)`` and returns four numbers; its CPU time there is read
-by the algorithm's process from outside it (``SlotProxy.slot_cpu_s``) and charged like the calls' own. The
-trusted side verifies the returned vector (rows, bounds, integrality) and computes the primal integral over
-the CPU budget (primary) and the final primal gap against the stored best-known objective
-(``evaluators/data/milp/best_known.json``, shared with ``milp_primal``). The integral's trajectory is
-HiGHS's, timed on the CPU clock of the algorithm's process in the sandbox child, where no candidate code
-runs: the candidate moves it only through the four numbers it returns and the CPU time it is charged. It
-is still not the parent's clock (the parent could not time HiGHS's CPU), so the parent clamps each entry at
-the verified objective.
+full MIP from the best dive) under a budget of **HiGHS work ticks** (:mod:`hifo.problems.milp._highs`;
+the per-instance ``work_limit`` stored in ``evaluators/data/milp/best_known.json``, shared with
+``milp_primal``): the same trajectory and score on every machine, whatever its speed or load. Nothing
+before the hand-off is charged to that budget: the LP and the network's forward passes are the same
+work for every guidance. The guidance's own CPU time (in the sandbox it runs in a slot process of its
+own, ``slot_process``, whose CPU time the algorithm reads from outside it, ``SlotProxy.slot_cpu_s``) is
+free up to ``FREE_CPU_S`` per instance (40 calls of an honest schedule take a few milliseconds), charged
+beyond that in ticks at the instance's calibrated rate (so only a guidance that computes for long has a
+score that depends on the machine), and capped at ``GUIDANCE_CPU_S``: beyond it the instance fails. The trusted
+side verifies the returned vector (rows, bounds, integrality) and computes the primal integral over the
+work budget (primary) and the final primal gap against the stored best-known objective. The ticks are
+counted in the algorithm's process in the sandbox child, where no candidate code runs; the parent still
+clamps each trajectory entry at the verified objective.
 
 Reference figures: both baselines measured in-process (:func:`hifo.evaluators.base.measured_figures`)
 and stored in ``evaluators/data/milp/fmip_reference_figures.json``; ``python -m
-hifo.evaluators.fmip_guidance`` rewrites them (rerun it after retraining the weights). CPU-time-limited
-runs are not bit-reproducible (``load_dependent``): the tests compare with the declared, measured
-``fitness_rtol``. The full-MIP stage never ends on the budget before it has a first incumbent (the time
-it takes is charged by the primal integral), so "no solution" does not follow from the machine's load.
+hifo.evaluators.fmip_guidance`` rewrites them (rerun it after retraining the weights). The tests re-check
+them to the stored rounding. The full-MIP stage never ends on the budget before it has a first incumbent
+(the ticks it takes are charged by the primal integral).
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ from hifo.problems.milp import (InfeasiblePoint, MILPInstance, check_solution, c
 DATA = Path(__file__).parent / "data" / "milp" / "best_known.json"
 REFS = Path(__file__).parent / "data" / "milp" / "fmip_reference_figures.json"
 MAKE_REFS = "python -m hifo.evaluators.fmip_guidance"
-TIME_LIMIT = {"train": 1.0, "test": 2.0}  # CPU seconds per instance
+GUIDANCE_CPU_S = 1.0  # the guidance's own CPU cap per instance (40 calls; beyond it: fails)
+FREE_CPU_S = 0.05  # of which this much is not charged (beyond it: ticks at the instance's calibrated rate)
+INSTANCE_WALL_S = 60.0  # the parent's safety net per instance (the work budget, not this, decides the score)
 N_STEPS, N_CANDIDATES, FIX_THRESHOLD, FIX_FRACTION = 10, 32, 0.0, 0.1
 # accepted ranges of the guidance values (outside them the candidate fails: no silent clipping)
 RANGES = {"weight_obj": (0.0, 1e3), "weight_viol": (0.0, 1e3), "temperature": (1e-3, 1e3),
@@ -83,12 +85,18 @@ _UNGUIDED_BODY = ('    # No guidance: plain flow-matching samples.\n'
 
 @lru_cache(maxsize=None)
 def _load(instance_set: str) -> tuple[dict, ...]:
-    if instance_set not in TIME_LIMIT:
+    if instance_set not in ("train", "test"):
         raise FMIPGuidance.unknown_instance_set(instance_set, ("train", "test"))
     refs = json.loads(DATA.read_text())
-    return tuple({"milp": inst, "time_limit": TIME_LIMIT[instance_set],
-                  "best_known": float(refs[inst.name]["objective"])}
-                 for inst in collection(instance_set))
+    out = []
+    for inst in collection(instance_set):
+        if "work_limit" not in refs[inst.name]:
+            raise RuntimeError(f"{inst.name}: no stored work budget; run `python -m hifo.evaluators.milp_primal "
+                               "--work-limits`")
+        ref = refs[inst.name]
+        out.append({"milp": inst, "work_limit": float(ref["work_limit"]), "best_known": float(ref["objective"]),
+                    "work_per_cpu_s": float(ref["work_limit"]) / float(ref["work_calibration_cpu_s"])})
+    return tuple(out)
 
 
 def _load_refs() -> dict[str, dict[str, dict[str, float]]]:
@@ -122,8 +130,8 @@ class FMIPGuidance(Evaluator):
         "re-weight the candidate solutions, the softmax temperature of that re-weighting and "
         "the gradient step on continuous variables. The samples seed the HiGHS solver "
         "(neural diving: random 10% subsets of their integer values are fixed in short dives, "
-        "then the full problem is solved from the best) under a CPU-time budget; aim for a "
-        "low primal gap. Families: set cover, combinatorial auction, independent "
+        "then the full problem is solved from the best) under a fixed budget of HiGHS work; aim "
+        "for a low primal integral. Families: set cover, combinatorial auction, independent "
         "set, a general-integer cover, GISP, fixed-charge multi-commodity network flow."
     )
     direction = "minimize"
@@ -131,24 +139,19 @@ class FMIPGuidance(Evaluator):
     template = _TEMPLATE
     instance_sets = ("train", "test")
     limits = Limits(timeout_s=120.0, cpu_s=240, memory_mb=8192)  # torch needs address space
-    # The budget is CPU seconds (HiGHS offers no deterministic work limit for a MIP: node limits leave
-    # presolve and the root unbounded, 9 s on one train instance): scores depend on the machine and its
-    # load. Measured spread of the per-instance primal integral across reruns on a loaded 2-core machine
-    # (`python -m hifo.evaluators.determinism fmip_guidance`): up to 0.15 relative when the sampling still
-    # counted against the budget (now it does not: a CPU hog moved the train aggregate by 0.002); declared: 0.3.
-    load_dependent = True
-    fitness_rtol = {"primal_integral": 0.3}
+    # The budget is HiGHS work ticks (deterministic): the same score on every machine, whatever its load.
     baselines = {
         "official_defaults": _TEMPLATE.baseline_source(),
         "unguided": _TEMPLATE.source(_UNGUIDED_BODY),
     }
     # Measured in-process with the committed weights and stored as data (``python -m
     # hifo.evaluators.fmip_guidance`` rewrites it); tests/evaluators/test_fmip_guidance.py re-checks
-    # them within the declared fitness_rtol (CPU-time-limited runs are not bit-reproducible).
+    # them to the stored rounding.
     reference_figures = _load_refs()
     tags = ("milp", "flow matching", "fmip", "guidance", "highs")
     # issue 28: the candidate in a process of its own, a fresh one per instance (sandbox/_slotproc.py); 40 calls
-    # per instance (4 samples x 10 steps). Its CPU time there is read from outside it and charged to the budget.
+    # per instance (4 samples x 10 steps). Its CPU time there is read from outside it, charged beyond FREE_CPU_S
+    # and capped at GUIDANCE_CPU_S.
     slot_process = True
 
     def load_instances(self, instance_set: str) -> list[dict]:
@@ -162,20 +165,22 @@ class FMIPGuidance(Evaluator):
 
         torch.set_num_threads(1)
         net = _model()
-        sample, res = fmip.fmip_solve(net, instance["milp"], time_limit=instance["time_limit"],
+        sample, res = fmip.fmip_solve(net, instance["milp"], time_limit=instance["work_limit"],
                                       n_steps=N_STEPS, n_candidates=N_CANDIDATES,
                                       guidance=checked_guidance(heuristic),
                                       fix_threshold=FIX_THRESHOLD, fix_fraction=FIX_FRACTION,
-                                      seed=0, charge_sampling=False, slot_cpu=lambda: _slot_cpu(heuristic))
+                                      seed=0, charge_sampling=False, slot_cpu=lambda: _slot_cpu(heuristic),
+                                      clock="work", guidance_cpu_limit=GUIDANCE_CPU_S, free_cpu_s=FREE_CPU_S,
+                                      work_per_cpu_s=instance["work_per_cpu_s"])
         return {"x": None if res.x is None else res.x.tolist(), "stage": res.stage,
                 "n_fixed": res.n_fixed,
                 "trajectory": [[float(t), float(o)] for t, o in res.trajectory],
                 "sample_violation": float(instance["milp"].total_violation(sample.values))}
 
     def instance_time_limit(self, instance: dict) -> float:
-        """Enforced by the parent: 3x the solver's budget, plus 10 s for loading the model on the
-        first instance of a job (measured in the child around each solve; see issue 13)."""
-        return 3.0 * float(instance["time_limit"]) + 10.0
+        """The parent's safety net (issue 13; includes loading the model on a job's first instance): the
+        score depends on the work budget only. The guidance's own CPU is capped by ``GUIDANCE_CPU_S``."""
+        return INSTANCE_WALL_S
 
     def score(self, instance: dict, solution: Any) -> dict[str, float]:
         inst: MILPInstance = instance["milp"]
@@ -187,12 +192,12 @@ class FMIPGuidance(Evaluator):
             raise InfeasibleSolution(f"{inst.name}: {exc}") from None
         obj = inst.objective(x)
         ref = min(obj, instance["best_known"])
-        traj = []  # child-timed, so informative; no entry may claim better than the verified point
+        traj = []  # ticks counted in the child; no entry may claim better than the verified point
         for item in solution.get("trajectory") or []:
             t, o = float(item[0]), float(item[1])
             if math.isfinite(t) and math.isfinite(o):
                 traj.append((t, max(o, obj)))
-        horizon = float(instance["time_limit"])
+        horizon = float(instance["work_limit"])
         integral = primal_integral(sorted(traj) + [(horizon, obj)], ref, horizon) / horizon
         return {"primal_integral": integral, "primal_gap": primal_gap(obj, ref),
                 "objective": inst.user_objective(x),
@@ -203,7 +208,7 @@ class FMIPGuidance(Evaluator):
 def _slot_cpu(heuristic: Any) -> float:
     """CPU seconds the sandbox's slot process has spent (0 for an in-process function; the same rule as
     ``milp_primal``'s, kept local: evaluators import only problems/ and evaluators.base). The caller charges
-    its growth during each call, clamped at 0, so only the proxy's own clock counts."""
+    its growth during each call against ``GUIDANCE_CPU_S``, clamped at 0, so only the proxy's own clock counts."""
     try:
         return float(getattr(heuristic, "slot_cpu_s", 0.0))
     except Exception:

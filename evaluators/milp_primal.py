@@ -6,21 +6,30 @@ does the official neural diving hand-off (:func:`hifo.problems.milp.dive_and_sol
 short dives, each fixing a random 10 % of the integer variables among those with confidence >=
 ``FIX_THRESHOLD`` to their (rounded, clipped) values with the proposal as a starting solution,
 the best kept; then the *full* MIP, warm-started from the best dive, for the rest of the
-budget, so a wrong fixing costs time but is never locked in. The budget is CPU seconds of the
-evaluating process and covers the whole pipeline: the LP and the candidate's own running time
-(in the sandbox the heuristic runs in a slot process of its own, ``slot_process = True``, whose
-CPU time the algorithm reads from outside it, :mod:`hifo.sandbox._slotproc`)
-are taken off HiGHS's budget (HiGHS always gets at least 0.05 s), so a slow heuristic pays.
+budget, so a wrong fixing costs time but is never locked in.
+
+The budget is **HiGHS work ticks** (:mod:`hifo.problems.milp._highs`: polls of HiGHS's
+branch-and-cut loop, single-threaded, fixed seed), so every machine computes the same trajectory
+and the same score whatever its speed or load. Each instance's budget (``work_limit`` in
+``evaluators/data/milp/best_known.json``) is the number of ticks HiGHS alone spent in
+``CALIBRATION_CPU_S`` CPU seconds on the machine that stored it (a 2-core AMD EPYC, 2026-12-06):
+measured once, then data. The heuristic's own CPU time (its slot process's, read from outside it
+by the algorithm, :mod:`hifo.sandbox._slotproc`, plus any in this process) is free up to
+``FREE_CPU_S`` (an honest numpy heuristic takes a few milliseconds: its score is then the same
+number on every machine), charged beyond that in ticks at the instance's calibrated rate
+(``work_limit / work_calibration_cpu_s``: a heuristic that runs a solver of its own pays for it, and
+only such a heuristic's score depends on the machine), and capped at ``HEURISTIC_CPU_S``: beyond
+it the instance fails.
 
 Metrics (per instance; the parent verifies rows, bounds and integrality of the returned vector
 itself and recomputes the objective from it):
 
-* ``primal_integral`` (primary): Berthold's primal integral over the CPU budget, normalised by
+* ``primal_integral`` (primary): Berthold's primal integral over the work budget, normalised by
   it, of the improving-solution trajectory against a stored best-known objective
   (``evaluators/data/milp/best_known.json``, HiGHS with ``REF_TIME_LIMIT`` CPU seconds;
   regenerate with ``python -m hifo.evaluators.milp_primal``); a better-than-known solution
-  counts 0. Its times are measured in the child, so this metric is informative, not
-  tamper-proof; its objectives must be non-increasing and end at the verified objective.
+  counts 0. Its ticks are counted in the algorithm's process in the sandbox child (where no
+  candidate code runs); the parent clamps every entry at the verified objective.
   (At the instance sizes of ``hifo.problems.milp.SIZES`` HiGHS alone does not reach the
   best-known solution early, so the integral separates heuristics; the final gap alone often
   does not.)
@@ -45,8 +54,12 @@ from hifo.problems.milp import (InfeasiblePoint, MILPInstance, check_solution, c
                            cpu_now, dive_and_solve, primal_gap, primal_integral, solve_highs, solve_lp)
 
 DATA = Path(__file__).parent / "data" / "milp" / "best_known.json"
+FIGURES = Path(__file__).parent / "data" / "milp" / "milp_primal_reference_figures.json"
 FIX_THRESHOLD = 0.9
-TIME_LIMIT = {"train": 1.0, "test": 2.0}  # CPU seconds per instance
+CALIBRATION_CPU_S = {"train": 1.0, "test": 2.0}  # CPU s of HiGHS alone behind each instance's work budget
+HEURISTIC_CPU_S = 1.0  # the heuristic's own CPU cap per instance (beyond it: fails)
+FREE_CPU_S = 0.05  # of which this much is not charged (beyond it: ticks at the instance's calibrated rate)
+INSTANCE_WALL_S = 60.0  # the parent's safety net per instance (the work budget, not this, decides the score)
 REF_TIME_LIMIT = 12.0  # HiGHS CPU seconds behind the stored best-known objectives
 
 _DOCSTRING = """Proposes a value and a confidence for every variable of a MILP, from its LP relaxation.
@@ -68,7 +81,9 @@ Return:
     random 10 % of the integer variables with confidence >= 0.9 is fixed to round(values)
     (clipped to the bounds) and HiGHS solves the rest, starting from values; then HiGHS
     solves the full problem from the best dive solution. Good values and confidences make
-    HiGHS find good solutions early (the score is the primal integral over the time budget).
+    HiGHS find good solutions early (the score is the primal integral over a fixed budget of
+    HiGHS work). Its own CPU time beyond 0.05 s is charged to that budget; beyond 1 s the
+    instance fails.
 """
 
 _TEMPLATE = FunctionTemplate(
@@ -104,8 +119,13 @@ def best_known() -> dict[str, dict]:
 
 @lru_cache(maxsize=None)
 def _load(instance_set: str) -> tuple[dict, ...]:
-    if instance_set not in TIME_LIMIT:
+    if instance_set not in CALIBRATION_CPU_S:
         raise MILPPrimal.unknown_instance_set(instance_set, ("train", "test"))
+    return tuple(milp_instances(instance_set))
+
+
+def milp_instances(instance_set: str) -> list[dict]:
+    """The instances of ``instance_set`` with their stored best-known objective and work budget."""
     refs = best_known()
     out = []
     for inst in collection(instance_set):
@@ -113,27 +133,47 @@ def _load(instance_set: str) -> tuple[dict, ...]:
         if ref["fingerprint"] != fingerprint(inst):
             raise RuntimeError(f"{inst.name}: generator output differs from the stored reference; "
                                "rerun `python -m hifo.evaluators.milp_primal`")
-        out.append({"milp": inst, "time_limit": TIME_LIMIT[instance_set],
-                    "best_known": float(ref["objective"])})
-    return tuple(out)
+        if "work_limit" not in ref:
+            raise RuntimeError(f"{inst.name}: no stored work budget; run `python -m hifo.evaluators.milp_primal "
+                               "--work-limits`")
+        out.append({"milp": inst, "work_limit": float(ref["work_limit"]), "best_known": float(ref["objective"]),
+                    "work_per_cpu_s": float(ref["work_limit"]) / float(ref["work_calibration_cpu_s"])})
+    return out
 
 
-def run_primal_heuristic(heuristic: Callable[..., Any], inst: MILPInstance, time_limit: float,
-                         fix_threshold: float = FIX_THRESHOLD, seed: int = 0) -> dict[str, Any]:
-    start = cpu_now()
+class HeuristicOverBudget(RuntimeError):
+    """The heuristic's own CPU time passed ``HEURISTIC_CPU_S``."""
+
+
+def run_primal_heuristic(heuristic: Callable[..., Any], inst: MILPInstance, work_limit: float,
+                         work_per_cpu_s: float, fix_threshold: float = FIX_THRESHOLD, seed: int = 0,
+                         heuristic_cpu_s: float = HEURISTIC_CPU_S, free_cpu_s: float = FREE_CPU_S,
+                         clock: str = "work") -> dict[str, Any]:
+    """LP, the heuristic, then the hand-off within ``work_limit`` units of ``clock``. ``"work"`` (the
+    evaluator's): HiGHS work ticks, the heuristic's CPU beyond ``free_cpu_s`` charged at ``work_per_cpu_s``.
+    ``"cpu"`` (the benchmark's equal-CPU comparison): ``work_limit`` CPU seconds covering the LP and the
+    heuristic too (``work_per_cpu_s`` and ``free_cpu_s`` unused)."""
+    t_lp = cpu_now()
     lp = solve_lp(inst)
-    slot_before = _slot_cpu(heuristic)
+    start, slot_before = cpu_now(), _slot_cpu(heuristic)
     values, confidence = heuristic(lp.x.copy(), lp.reduced_cost.copy(), inst.c.copy(), inst.A.copy(),
                                    inst.row_lo.copy(), inst.row_hi.copy(), inst.lb.copy(),
                                    inst.ub.copy(), inst.is_int.copy())
+    # its CPU time in this process and, in the sandbox, in its own slot process (read from outside it)
+    own = cpu_now() - start + max(_slot_cpu(heuristic) - slot_before, 0.0)
+    if own > heuristic_cpu_s:
+        raise HeuristicOverBudget(f"{inst.name}: the heuristic used {own:.2f} CPU s; the allowance is "
+                                  f"{heuristic_cpu_s:g} s per instance")
     values = np.asarray(values, float).reshape(-1)
     confidence = np.asarray(confidence, float).reshape(-1)
     if values.shape != (inst.n_vars,) or confidence.shape != (inst.n_vars,):
         raise ValueError(f"heuristic must return two arrays of shape ({inst.n_vars},)")
-    # the LP and the heuristic count against the budget (in its own slot process, its CPU time there)
-    spent = cpu_now() - start + max(_slot_cpu(heuristic) - slot_before, 0.0)
-    res = dive_and_solve(inst, values, confidence, fix_threshold, max(time_limit - spent, 0.05),
-                         t_offset=spent, seed=seed)
+    if clock == "work":  # ticks; 0 for a heuristic within the free allowance
+        charged = max(own - free_cpu_s, 0.0) * work_per_cpu_s
+    else:
+        charged = start - t_lp + own
+    res = dive_and_solve(inst, values, confidence, fix_threshold, max(work_limit - charged, 0.05), seed=seed,
+                         t_offset=charged, clock=clock)
     return {"x": None if res.x is None else res.x.tolist(), "stage": res.stage,
             "n_fixed": res.n_fixed, "trajectory": [[float(t), float(o)] for t, o in res.trajectory]}
 
@@ -167,7 +207,7 @@ def score_primal(instance: dict, solution: Any) -> dict[str, float]:
         if math.isfinite(t) and math.isfinite(o):
             traj.append((t, max(o, obj)))  # no entry may claim better than the verified point
     traj.sort()
-    horizon = float(instance["time_limit"])
+    horizon = float(instance["work_limit"])
     integral = primal_integral(traj + [(horizon, obj)], min(obj, best), horizon) / horizon
     return {"primal_gap": gap, "primal_integral": integral, "objective": inst.user_objective(x),
             "fixed_fraction": float(solution.get("n_fixed", 0)) / max(int(inst.is_int.sum()), 1),
@@ -183,7 +223,7 @@ class MILPPrimal(Evaluator):
         "(optimal point and reduced costs) and the problem data, propose a value for every "
         "variable and a confidence; in short neural-diving runs random subsets of the integer "
         "variables with confidence >= 0.9 are fixed and HiGHS solves the rest, then HiGHS "
-        "solves the full problem from the best dive solution, all within a CPU-time budget. "
+        "solves the full problem from the best dive solution, all within a fixed budget of HiGHS work. "
         "Aim for a low primal integral (good solutions early). The instances are Gasse et "
         "al.'s set cover, combinatorial auction and maximum independent set, generalized "
         "independent set (all binary), a covering problem with general (unbounded) integers "
@@ -195,25 +235,14 @@ class MILPPrimal(Evaluator):
     template = _TEMPLATE
     instance_sets = ("train", "test")
     limits = Limits(timeout_s=60.0, cpu_s=120, memory_mb=4096)
-    # The budget is CPU seconds (HiGHS has no deterministic work limit for a MIP), so scores depend on
-    # the machine and its load. Measured spread across reruns on a loaded 2-core machine
-    # (`python -m hifo.evaluators.determinism milp_primal`): per-instance primal integral up to 0.09
-    # relative, final objective up to 0.011; declared: 0.2 on the primal integral.
-    load_dependent = True
-    fitness_rtol = {"primal_integral": 0.2}
+    # The budget is HiGHS work ticks (deterministic): the same score on every machine, whatever its load.
     baselines = {
         "lp_fix_integral": _TEMPLATE.baseline_source(),
         "lp_hint_only": _TEMPLATE.source(_HINT_ONLY_BODY),
     }
-    # CPU-time-limited HiGHS runs are still not bit-reproducible (the interrupt lands at a
-    # slightly different point): these are bands, upper bounds on the mean primal integral.
-    # Measured (python -m benchmarks.milp --quick, train, 1 CPU s, seeds 0-1): lp_fix_integral
-    # 0.389 (it fixes LP-integral variables, which ruins GISP: 0.99), lp_hint_only 0.236,
-    # HiGHS alone 0.196.
-    reference_figures = {
-        "lp_fix_integral": {"train": {"primal_integral": 0.5}},
-        "lp_hint_only": {"train": {"primal_integral": 0.35}},
-    }
+    # Measured with `python -m hifo.evaluators.milp_primal --figures` and stored as data; the tests re-check
+    # them exactly (they are the same numbers on every machine).
+    reference_figures = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
     tags = ("milp", "primal heuristic", "highs", "neural diving")
     slot_process = True  # called once per instance: the candidate runs in a process of its own
 
@@ -222,20 +251,19 @@ class MILPPrimal(Evaluator):
 
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: dict) -> dict[str, Any]:
-        return run_primal_heuristic(heuristic, instance["milp"], instance["time_limit"])
+        return run_primal_heuristic(heuristic, instance["milp"], instance["work_limit"], instance["work_per_cpu_s"])
 
     def instance_time_limit(self, instance: dict) -> float:
-        """Enforced by the parent (issue 13: a heuristic that ran a solver 10x over the budget was
-        scored feasible): the LP, the heuristic and the dive share ``time_limit``; 3x plus 1 s of
-        slack covers a loaded machine and the final feasibility check."""
-        return 3.0 * float(instance["time_limit"]) + 1.0
+        """The parent's safety net (issue 13): the score depends on the work budget only, but a run that
+        never ends must still be stopped. The heuristic's own CPU is capped by ``HEURISTIC_CPU_S``."""
+        return INSTANCE_WALL_S
 
     def score(self, instance: dict, solution: Any) -> dict[str, float]:
         return score_primal(instance, solution)
 
 
 def make_best_known(path: Path = DATA, time_limit: float = REF_TIME_LIMIT) -> dict:
-    """Solve every train/test instance with HiGHS (``time_limit`` s) and store the results."""
+    """Solve every train/test instance with HiGHS (``time_limit`` CPU s) and store the results."""
     out = {}
     for name in ("train", "test"):
         for inst in collection(name):
@@ -247,8 +275,47 @@ def make_best_known(path: Path = DATA, time_limit: float = REF_TIME_LIMIT) -> di
                   flush=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=1, sort_keys=True))
+    make_work_limits(path)
+    return out
+
+
+def make_work_limits(path: Path = DATA, repeats: int = 3) -> dict:
+    """Each instance's work budget: the median number of work ticks HiGHS alone spends in
+    ``CALIBRATION_CPU_S[set]`` CPU seconds on this machine (``repeats`` runs). Done once; the stored
+    numbers, not this machine, then decide every score."""
+    refs = json.loads(path.read_text())
+    for name in ("train", "test"):
+        for inst in collection(name):
+            works = sorted(solve_highs(inst, time_limit=CALIBRATION_CPU_S[name]).work for _ in range(repeats))
+            refs[inst.name]["work_limit"] = int(round(works[len(works) // 2]))
+            refs[inst.name]["work_calibration_cpu_s"] = CALIBRATION_CPU_S[name]
+            print(f"{inst.name:28s} work ticks in {CALIBRATION_CPU_S[name]:g} CPU s: {works}", flush=True)
+    path.write_text(json.dumps(refs, indent=1, sort_keys=True))
+    best_known.cache_clear()
+    return refs
+
+
+def make_figures(path: Path = FIGURES) -> dict:
+    """Both baselines' aggregate figures on train and test (deterministic: stored and re-checked exactly)."""
+    from hifo.evaluators.base import measured_figures
+
+    ev = MILPPrimal()
+    out: dict[str, dict] = {}
+    for name, source in ev.baselines.items():
+        ns: dict[str, Any] = {}
+        exec(source, ns)  # trusted: our own baselines
+        out[name] = {s: measured_figures(ev, ns[ev.template.name], s) for s in ev.instance_sets}
+    path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     return out
 
 
 if __name__ == "__main__":
-    make_best_known()
+    import sys
+
+    if "--work-limits" in sys.argv:
+        make_work_limits()
+    elif "--figures" in sys.argv:
+        print(json.dumps(make_figures(), indent=1))
+    else:
+        make_best_known()
+        make_figures()

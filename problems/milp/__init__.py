@@ -16,7 +16,8 @@ Public API:
 from ._gasse import (barabasi_albert, combinatorial_auction, greedy_clique_partition, independent_set,
                      integer_cover, set_cover)
 from ._generators import GENERATORS, fcmnf, generate, gisp
-from ._highs import (HighsResult, LPRelaxation, cpu_now, primal_integral, read_mps, solve_highs, solve_lp,
+from ._highs import (HighsResult, LPRelaxation, WorkLimitUnreachable, cpu_now, primal_integral, read_mps,
+                     solve_highs, solve_lp,
                      write_mps)
 from ._handoff import HandoffResult, dive_and_solve, round_to_domain
 from ._sets import COLLECTIONS, FAMILIES, SIZES, collection, mps_collection
@@ -26,6 +27,7 @@ from ._instance import (FEAS_TOL, INT_TOL, InfeasiblePoint, MILPInstance, check_
 __all__ = [
     "GENERATORS", "generate", "set_cover", "combinatorial_auction", "independent_set", "gisp",
     "fcmnf", "barabasi_albert", "integer_cover", "greedy_clique_partition", "HighsResult", "LPRelaxation", "cpu_now",
+    "WorkLimitUnreachable",
     "solve_highs", "solve_lp",
     "read_mps", "write_mps", "primal_integral", "MILPInstance", "check_solution",
     "InfeasiblePoint", "primal_gap", "FEAS_TOL", "INT_TOL", "HandoffResult", "dive_and_solve",

@@ -14,8 +14,9 @@ fixed sub-MIP briefly and keeps the best solution. Here:
    best dive solution (or the first proposal when no dive found one). A wrong fixing therefore
    costs dive time, never the final answer: nothing stays locked in.
 
-All times are CPU seconds of this process (see :mod:`._highs`); the merged trajectory is the
-running best over both stages.
+Times and budgets are in the units of ``clock`` (see :mod:`._highs`): ``"work"`` ticks for the
+evaluators (the same numbers on every machine), CPU seconds of this process for the benchmarks; the
+merged trajectory is the running best over both stages.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class HandoffResult:
     stage: str  # where the returned solution came from: "dive", "full" or "none"
     n_fixed: int  # variables fixed per dive (the largest dive)
     trajectory: list[tuple[float, float]] = field(default_factory=list)
-    wall_s: float = 0.0  # CPU seconds spent by HiGHS (name kept for compatibility)
+    wall_s: float = 0.0  # budget units spent by HiGHS (clock's units; name kept for compatibility)
     dives: list[float] = field(default_factory=list)  # objective of each dive (inf: none)
 
 

@@ -5,11 +5,23 @@ improving solutions (time, objective) recorded by HiGHS's ``cbMipImprovingSoluti
 from which the time to the first and to the best solution and the primal integral
 (Berthold 2013) are computed.
 
-Budgets are **CPU seconds of this process** (:func:`cpu_now`, ``time.process_time``) by default:
-on a shared machine wall-clock limits give a loaded run less work, so results would depend on
-the load. HiGHS's own ``time_limit`` is wall time; the CPU budget is enforced through its
-``cbMipInterrupt`` callback (wall time stays a safety net at 10x the budget + 5 s). Pass
-``clock="wall"`` for the old behaviour.
+Three clocks (``clock=``):
+
+* ``"work"`` — **HiGHS work ticks**, the clock of every fitness: the number of times HiGHS's
+  branch-and-cut loop polls its ``cbMipInterrupt`` callback (once per node, separation round and
+  primal-heuristic call) plus one per solve for presolve and the root LP. With ``threads=1`` and
+  a fixed ``random_seed`` HiGHS takes the same path on every machine whatever its speed or load,
+  so a budget and a trajectory in ticks are the same numbers everywhere (checked beside two CPU
+  hogs: identical trajectories). A tick is coarse (5-60 ms of CPU on a 2026 EPYC core, depending
+  on the family), and HiGHS's version decides the path, so ``highspy`` is pinned exactly.
+* ``"cpu"`` — CPU seconds of this process (:func:`cpu_now`), enforced through the same callback;
+  reproducible only within a tolerance (the interrupt lands at a load-dependent point). Used by
+  the benchmarks, which compare pipelines at equal CPU time.
+* ``"wall"`` — HiGHS's own wall-clock ``time_limit``.
+
+For the CPU clock wall time stays a safety net at 10x the budget + 5 s; the work clock has a wall
+safety net of ``WORK_WALL_LIMIT`` seconds (a run that reaches it is reported as such, never
+silently scored).
 """
 
 from __future__ import annotations
@@ -92,6 +104,13 @@ def cpu_now() -> float:
 
 
 CLOCKS = {"cpu": cpu_now, "wall": time.perf_counter}
+WORK_PER_SOLVE = 1.0  # ticks charged to every solve for presolve and the root LP (no poll happens there)
+WORK_WALL_LIMIT = 300.0  # wall seconds: safety net of a work-clock solve
+
+
+class WorkLimitUnreachable(RuntimeError):
+    """A work-clock solve hit its wall-clock safety net before spending its ticks: its result would
+    depend on the machine, so it is not returned."""
 
 
 def _new_highs(threads: int = 1, seed: int = 0) -> highspy.Highs:
@@ -150,6 +169,7 @@ class HighsResult:
     wall_s: float
     trajectory: list[tuple[float, float]] = field(default_factory=list)  # (time, objective)
     nodes: int = 0
+    work: float = 0.0  # work ticks spent (on every clock; see the module docstring)
 
     @property
     def time_to_first(self) -> float:
@@ -179,23 +199,27 @@ def solve_highs(inst: MILPInstance, time_limit: float = 10.0, hint: np.ndarray |
                 upper: np.ndarray | None = None, node_limit: int | None = None,
                 seed: int = 0, t_offset: float = 0.0, clock: str = "cpu",
                 require_incumbent: bool = False) -> HighsResult:
-    """Solve the MILP with HiGHS within ``time_limit`` seconds of ``clock`` (``"cpu"``: CPU
-    time of this process, enforced by an interrupt callback; ``"wall"``: HiGHS's time limit).
+    """Solve the MILP with HiGHS within ``time_limit`` units of ``clock`` (``"work"``: HiGHS work
+    ticks, deterministic; ``"cpu"``: CPU seconds of this process; both enforced by an interrupt
+    callback; ``"wall"``: HiGHS's time limit). See the module docstring.
 
     ``hint``: a full starting point passed with ``setSolution`` (HiGHS completes/repairs it if it
     is partially infeasible). ``fix``: {column: value} fixed by setting both bounds (neural
     diving). ``lower``/``upper``: tightened bounds. ``t_offset`` is added to every recorded
     time (so stages run one after another share one clock). ``wall_s`` and the trajectory are
-    in ``clock`` seconds. ``require_incumbent`` (CPU clock only): the budget does not end the solve
+    in ``clock`` units. ``require_incumbent`` (work and CPU clocks): the budget does not end the solve
     before a first feasible point exists (the wall-clock safety net still does): on a loaded machine a
     CPU budget of a second can pass inside presolve and root processing, and "no solution" would then
     be a fact about the machine's load, not about the candidate; the time to the first incumbent is
     still charged in full by the primal integral.
     """
-    now = CLOCKS[clock]
+    if clock not in (*CLOCKS, "work"):
+        raise ValueError(f"unknown clock {clock!r}: choose 'work', 'cpu' or 'wall'")
+    ticks = [0]
+    now = (lambda: float(ticks[0])) if clock == "work" else CLOCKS[clock]
     budget = float(max(time_limit, 1e-3))
     h = _new_highs(seed=seed)
-    h.setOptionValue("time_limit", budget if clock == "wall" else 10 * budget + 5.0)
+    h.setOptionValue("time_limit", {"wall": budget, "cpu": 10 * budget + 5.0, "work": WORK_WALL_LIMIT}[clock])
     if node_limit is not None:
         h.setOptionValue("mip_max_nodes", int(node_limit))
     lb, ub = inst.lb.copy(), inst.ub.copy()
@@ -219,9 +243,14 @@ def solve_highs(inst: MILPInstance, time_limit: float = 10.0, hint: np.ndarray |
         if now() - start >= budget and not (require_incumbent and not math.isfinite(e.data_out.mip_primal_bound)):
             e.interrupt()
 
+    def on_tick(e):  # the work clock: one tick per poll of the branch-and-cut loop (counted on every clock)
+        ticks[0] += 1
+        if clock != "wall":
+            on_interrupt(e)
+
     h.cbMipImprovingSolution.subscribe(on_improve)
-    if clock == "cpu":  # the MIP loop and the LP solves inside it poll these
-        h.cbMipInterrupt.subscribe(on_interrupt)
+    h.cbMipInterrupt.subscribe(on_tick)  # the MIP loop's polls: deterministic points of its path
+    if clock == "cpu":  # the LP solves inside the MIP loop poll this one
         h.cbSimplexInterrupt.subscribe(on_interrupt)
     if hint is not None:
         s = highspy.HighsSolution()
@@ -229,13 +258,16 @@ def solve_highs(inst: MILPInstance, time_limit: float = 10.0, hint: np.ndarray |
         s.value_valid = True
         h.setSolution(s)
     h.run()
-    wall = now() - start
+    wall = now() - start + (WORK_PER_SOLVE if clock == "work" else 0.0)
     info = h.getInfo()
     status = h.modelStatusToString(h.getModelStatus())
+    if clock == "work" and h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
+        raise WorkLimitUnreachable(f"{inst.name}: HiGHS ran {WORK_WALL_LIMIT:g} wall seconds before spending "
+                                   f"{budget:g} work ticks (it reached {ticks[0]})")
     has_sol = info.primal_solution_status == highspy.kSolutionStatusFeasible
     x = np.asarray(h.getSolution().col_value, float) if has_sol else None
     obj = float(info.objective_function_value) if has_sol else float("inf")
     if has_sol and not traj:  # found in presolve or from the hint: HiGHS fires no callback
         traj.append((t_offset + wall, obj))
     return HighsResult(status, x, obj, float(info.mip_dual_bound), float(info.mip_gap), wall,
-                       traj, int(info.mip_node_count))
+                       traj, int(info.mip_node_count), ticks[0] + WORK_PER_SOLVE)

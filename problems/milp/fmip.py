@@ -31,7 +31,11 @@ WEIGHTS = Path(__file__).parent / "weights" / "fmip.pt"
 
 __all__ = ["FMIPNet", "build_graph", "joint_loss", "train_fmip", "guided_sample",
            "guidance_target", "FMIPSample", "DEFAULT_GUIDANCE", "save_model", "load_model",
-           "fmip_solve", "WEIGHTS"]
+           "fmip_solve", "GuidanceOverBudget", "WEIGHTS"]
+
+
+class GuidanceOverBudget(RuntimeError):
+    """The guidance's own CPU time passed its allowance (``fmip_solve(guidance_cpu_limit=...)``)."""
 
 
 def save_model(net: FMIPNet, path: Path = WEIGHTS, meta: dict | None = None) -> None:
@@ -55,7 +59,9 @@ def fmip_solve(net: FMIPNet, inst: MILPInstance, time_limit: float = 1.0, n_step
                n_candidates: int = 32, guidance=None, fix_threshold: float = 0.0,
                fix_fraction: float = 0.1, seed: int = 0, n_samples: int = 4,
                n_dives: int = 8, charge_sampling: bool = True,
-               slot_cpu: Callable[[], float] | None = None) -> tuple[FMIPSample, HandoffResult]:
+               slot_cpu: Callable[[], float] | None = None, clock: str = "cpu",
+               guidance_cpu_limit: float | None = None, free_cpu_s: float = 0.0,
+               work_per_cpu_s: float = 0.0) -> tuple[FMIPSample, HandoffResult]:
     """Full FMIP pipeline: LP features, ``n_samples`` guided samples, hand-off to HiGHS.
 
     ``time_limit`` (CPU seconds) covers the whole pipeline: the LP and the sampling are taken
@@ -76,6 +82,13 @@ def fmip_solve(net: FMIPNet, inst: MILPInstance, time_limit: float = 1.0, n_step
     ``slot_cpu``: when ``guidance`` runs in another process (the sandbox's slot process), a reader of
     the CPU seconds that process has spent so far (``SlotProxy.slot_cpu_s``); what it grows by during
     each ``guidance`` call is charged too, in both modes (this process's clock does not see it).
+
+    ``clock="work"`` (the evaluator's): ``time_limit`` is in HiGHS work ticks (:mod:`._highs`), the same
+    number on every machine; the LP and the sampling are not charged to it (the same work for every
+    guidance). The guidance's own CPU time (in this process and its slot process) is free up to
+    ``free_cpu_s`` seconds, charged beyond that at ``work_per_cpu_s`` ticks per second (so a guidance that
+    computes for long pays, and only such a guidance's score depends on the machine), and capped at
+    ``guidance_cpu_limit`` seconds: beyond it :class:`GuidanceOverBudget` is raised.
     """
     start = cpu_now()
     x_lp = solve_lp(inst).x
@@ -83,7 +96,7 @@ def fmip_solve(net: FMIPNet, inst: MILPInstance, time_limit: float = 1.0, n_step
     guidance_cpu = [0.0]  # the guidance's CPU time in this process (charge_sampling=False only)
     slot_spent = [0.0]  # and in its slot process (always: this process's clock cannot see it)
     timed = guidance
-    if callable(guidance) and (slot_cpu is not None or not charge_sampling):
+    if callable(guidance) and (slot_cpu is not None or not charge_sampling or guidance_cpu_limit is not None):
         def timed(t, step, steps):  # the guidance's own CPU time still counts
             t0 = cpu_now()
             s0 = slot_cpu() if slot_cpu is not None else 0.0
@@ -96,8 +109,15 @@ def fmip_solve(net: FMIPNet, inst: MILPInstance, time_limit: float = 1.0, n_step
     samples = [guided_sample(net, inst, n_steps=n_steps, n_candidates=n_candidates,
                              guidance=timed, x_lp=x_lp, seed=seed + k)
                for k in range(max(n_samples, 1))]
-    spent = (cpu_now() - start if charge_sampling else lp_spent + guidance_cpu[0]) + slot_spent[0]
+    own = guidance_cpu[0] + slot_spent[0]
+    if guidance_cpu_limit is not None and own > guidance_cpu_limit:
+        raise GuidanceOverBudget(f"the guidance used {own:.2f} CPU s over its calls; the allowance is "
+                                 f"{guidance_cpu_limit:g} s")
+    if clock == "work":
+        spent = max(own - free_cpu_s, 0.0) * work_per_cpu_s
+    else:
+        spent = (cpu_now() - start if charge_sampling else lp_spent + guidance_cpu[0]) + slot_spent[0]
     res = dive_and_solve(inst, np.array([s.values for s in samples]), np.array([s.confidence for s in samples]),
                          fix_threshold, max(time_limit - spent, 0.05), seed=seed, t_offset=spent,
-                         fix_fraction=fix_fraction, n_dives=n_dives)
+                         fix_fraction=fix_fraction, n_dives=n_dives, clock=clock)
     return samples[0], res

@@ -177,3 +177,29 @@ def test_mps_collection_reads_a_directory(tmp_path):
         assert b.A.shape == a.A.shape and np.array_equal(b.is_int, a.is_int)
     with pytest.raises(FileNotFoundError):
         mps_collection(tmp_path / "missing")
+
+
+def test_work_clock_is_deterministic_and_enforced():
+    """The evaluators' clock: polls of HiGHS's branch-and-cut loop. The same budget gives the same ticks,
+    trajectory and solution on a second run (whatever the CPU time), and the solve stops at its budget."""
+    inst = generate("intcover", seed=3, n_rows=40, n_cols=80)
+    a = solve_highs(inst, time_limit=40, clock="work")
+    b = solve_highs(inst, time_limit=40, clock="work")
+    assert a.status == "Interrupted by user" and a.wall_s == b.wall_s == a.work
+    assert 40 <= a.work <= 42  # the budget, plus the tick charged for presolve and the root
+    assert a.trajectory == b.trajectory and np.array_equal(a.x, b.x)
+    assert all(t <= a.work for t, _ in a.trajectory)
+    longer = solve_highs(inst, time_limit=200, clock="work")
+    assert longer.trajectory[:len(a.trajectory)] == a.trajectory[:len(a.trajectory)] or \
+        longer.objective <= a.objective  # more work never makes HiGHS worse here
+    with pytest.raises(ValueError, match="unknown clock"):
+        solve_highs(inst, time_limit=1, clock="ticks")
+
+
+def test_work_clock_safety_net_raises_rather_than_scoring(monkeypatch):
+    from hifo.problems.milp import WorkLimitUnreachable, _highs
+
+    monkeypatch.setattr(_highs, "WORK_WALL_LIMIT", 1e-3)
+    inst = generate("setcover", seed=0, n_rows=200, n_cols=400)
+    with pytest.raises(WorkLimitUnreachable, match="before spending"):
+        solve_highs(inst, time_limit=10**6, clock="work")
