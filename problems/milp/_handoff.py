@@ -29,6 +29,9 @@ from ._highs import solve_highs
 from ._instance import MILPInstance
 
 
+MIN_DIVE_WORK = 5.0  # work ticks: presolve and the root LP (1), the first separation round and the root heuristics
+
+
 def round_to_domain(inst: MILPInstance, values: np.ndarray) -> np.ndarray:
     """Clip to bounds and round integer variables (the cheap repair before hand-off)."""
     x = np.clip(np.nan_to_num(np.asarray(values, float), nan=0.0), inst.lb, inst.ub)
@@ -59,7 +62,7 @@ def _running_best(traj: list[tuple[float, float]]) -> list[tuple[float, float]]:
 def dive_and_solve(inst: MILPInstance, values: np.ndarray, confidence: np.ndarray,
                    fix_threshold: float = 0.5, time_limit: float = 1.0, seed: int = 0,
                    t_offset: float = 0.0, fix_fraction: float = 0.1, n_dives: int = 8,
-                   dive_share: float = 0.5, clock: str = "cpu") -> HandoffResult:
+                   dive_share: float = 0.5, clock: str = "cpu", min_dive: float | None = None) -> HandoffResult:
     """Neural diving (random subsets of the confident integers, best kept), then the full MIP.
 
     ``values``/``confidence``: shape ``(n,)`` or ``(S, n)`` (``S`` proposals, used in turn).
@@ -67,6 +70,10 @@ def dive_and_solve(inst: MILPInstance, values: np.ndarray, confidence: np.ndarra
     among the eligible ones; fewer if fewer are eligible). ``t_offset``: time already spent
     (LP, prediction), added to the trajectory so the primal integral covers the pipeline.
     ``n_dives = 0`` or nothing eligible: the full MIP only, with the hint.
+    ``min_dive``: the smallest budget of one dive (default: ``MIN_DIVE_WORK`` ticks on the work clock, 0
+    otherwise); when ``dive_share`` of the budget does not fit ``n_dives`` such dives, fewer are made. A work
+    tick is coarse (HiGHS polls first after presolve and the root LP, and its root heuristics run after the
+    second poll): a dive of 2 ticks is stopped before it can find anything.
     """
     V = np.atleast_2d(np.asarray(values, float))
     C = np.atleast_2d(np.nan_to_num(np.asarray(confidence, float), nan=0.0))
@@ -78,7 +85,11 @@ def dive_and_solve(inst: MILPInstance, values: np.ndarray, confidence: np.ndarra
     traj: list[tuple[float, float]] = []
     used, best_x, best_obj, n_fixed, dives = 0.0, None, np.inf, 0, []
     budget = max(time_limit, 0.05)
-    per_dive = dive_share * budget / max(n_dives, 1)
+    if min_dive is None:
+        min_dive = MIN_DIVE_WORK if clock == "work" else 0.0
+    per_dive = max(dive_share * budget / max(n_dives, 1), min_dive)
+    if min_dive > 0:  # as many dives of at least min_dive as the dive share holds
+        n_dives = min(n_dives, int(dive_share * budget // per_dive))
     for k in range(n_dives if k_fix > 0 else 0):
         s = k % len(props)
         elig = np.flatnonzero(inst.is_int & (C[s] >= fix_threshold))

@@ -206,20 +206,24 @@ def test_milp_primal_runs_its_heuristic_in_a_slot_process():
 
 
 def test_milp_charges_the_slot_processs_cpu_time_to_its_budget():
-    from hifo.evaluators.milp_primal import run_primal_heuristic
+    from hifo.evaluators.milp_primal import FREE_CPU_S, run_primal_heuristic
     from hifo.evaluators.registry import get_evaluator
 
     ev = get_evaluator("milp_primal")
-    inst = ev.load_instances("train")[0]["milp"]
+    instance = ev.load_instances("train")[0]
+    inst = instance["milp"]
     spin = ("import numpy as np\n"
             "def primal_heuristic(x_lp, reduced_cost, c, A, row_lo, row_hi, lb, ub, is_int):\n"
-            "    t = 0\n    for i in range(10_000_000):\n        t += i\n"
+            "    t = 0\n    for i in range(3_000_000):\n        t += i\n"
             "    return x_lp, np.zeros_like(x_lp)\n")
     proxy = start(spin, "primal_heuristic").ready()
     try:
-        out = run_primal_heuristic(proxy, inst, time_limit=1.0)
+        before = proxy.slot_cpu_s  # loading the candidate is charged on no instance
+        out = run_primal_heuristic(proxy, inst, instance["work_limit"], instance["work_per_cpu_s"])
+        used = proxy.slot_cpu_s - before
     finally:
         proxy.close()
-    assert proxy.slot_cpu_s > 0.05
-    # the trajectory starts after the time spent so far, the slot process's CPU included
-    assert out["trajectory"] and min(t for t, _ in out["trajectory"]) >= proxy.slot_cpu_s
+    assert used > FREE_CPU_S + 0.02
+    # the trajectory starts after the work charged for the slot process's CPU beyond the free allowance
+    charged = (used - FREE_CPU_S) * instance["work_per_cpu_s"]
+    assert out["trajectory"] and min(t for t, _ in out["trajectory"]) >= 0.9 * charged
