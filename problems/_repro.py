@@ -32,14 +32,21 @@ _TORCH_THREADS_LOCK = threading.RLock()
 
 
 def torch_portable_kernels(torch: Any) -> None:
-    """Switch off torch's oneDNN (mkldnn) paths in this process, once and for good: convolutions then run
-    through ATen's own im2col + BLAS path (MKL, pinned to its vendor-independent ``COMPATIBLE`` branch
-    by :mod:`hifo.sandbox._numeric`). oneDNN's JIT kernels choose their blocking, and so the order of
-    their float32 reductions, from the CPU's cache sizes, which differ from one machine to the next
-    even when the instruction set is pinned (``ONEDNN_MAX_CPU_ISA``). Called by :class:`one_torch_thread`
-    (every torch computation that decides a score runs inside one)."""
+    """Switch off torch's oneDNN (mkldnn) and NNPACK paths in this process, once and for good: convolutions
+    then run through ATen's own im2col + BLAS path (MKL, pinned to its vendor-independent ``COMPATIBLE``
+    branch by :mod:`hifo.sandbox._numeric`). oneDNN's JIT kernels and NNPACK both choose their blocking,
+    and so the order of their float32 reductions, from the CPU's cache sizes, which differ from one machine
+    to the next even when the instruction set is pinned (``ONEDNN_MAX_CPU_ISA``). With oneDNN off, a float
+    convolution with a batch of 16 or more went to NNPACK: that was the unexplained cross-machine
+    difference of ``newton_schulz`` and ``optimizer_update``'s test sets (their digits CNN; measured
+    2026-12-06: NNPACK on/off moves the CNN's validation loss from 0.0614 to 0.0627 on one machine, and
+    the CNN's loss swings by up to 0.05 with the summation order, while the MLP and the transformer
+    reproduced). Called by :class:`one_torch_thread` (every torch computation that decides a score runs
+    inside one)."""
     if torch.backends.mkldnn.enabled:
         torch.backends.mkldnn.enabled = False
+    if torch._C._get_nnpack_enabled():
+        torch.backends.nnpack.set_flags(False)
 
 
 class one_torch_thread:
