@@ -211,10 +211,12 @@ class NewtonSchulzSchedule(Evaluator):
     direction = "minimize"
     primary_metric = "objective"
     timing_metrics = ("ns_ms",)  # the parent's wall time: informative, load-dependent, not part of any check
-    # Measured 2026-12-06: on a 2-core AMD EPYC (AVX2, pinned kernels, one torch thread) the train figures are
-    # bit-identical to the stored ones, but the test set's validation loss differs by up to 1.6 % (objective
-    # 0.9 %; ortho_error exact) from the figures stored on another machine; the cause (a torch/MKL kernel that
-    # the pinning does not reach) is not found yet. Declared, so no check pretends these are exact.
+    # Measured 2026-12-06: on a 2-core AMD EPYC (AVX2, pinned kernels, one torch thread) the train figures were
+    # bit-identical to the stored ones, but the test set's validation loss differed by up to 1.6 % (objective
+    # 0.9 %; ortho_error exact) from the figures stored on another machine. Cause found: the digits CNN (test set
+    # only) ran its convolutions on NNPACK, whose blocking follows the CPU's caches; NNPACK is now off
+    # (problems/_repro.py::torch_portable_kernels) and the test figures re-measured. The tolerance stays declared
+    # until a second CPU reproduces them exactly; evalkit.assert_figure warns (ToleranceUsed) when it is used.
     fitness_rtol = {"val_loss": 0.025, "objective": 0.015, "*": 0.0}
     template = _TEMPLATE
     instance_sets = ("train", "test")
@@ -225,11 +227,11 @@ class NewtonSchulzSchedule(Evaluator):
     # tests/evaluators/test_newton_schulz.py, test by its slow test).
     reference_figures = {  # measured on the pinned kernels (measured_figures, 6 decimals; issue 26)
         "muon_quintic": {"train": {"objective": 0.44286, "ortho_error": 0.217341, "val_loss": 0.075519},
-                        "test": {"objective": 1.103144, "ortho_error": 0.214867, "val_loss": 0.738277}},
+                        "test": {"objective": 1.100943, "ortho_error": 0.214867, "val_loss": 0.736076}},
         "cubic": {"train": {"objective": 0.768556, "ortho_error": 0.573039, "val_loss": 0.095518},
-                 "test": {"objective": 1.446004, "ortho_error": 0.587321, "val_loss": 0.758683}},
+                 "test": {"objective": 1.440476, "ortho_error": 0.587321, "val_loss": 0.753155}},
         "taylor_quintic": {"train": {"objective": 0.608211, "ortho_error": 0.380245, "val_loss": 0.077967},
-                          "test": {"objective": 1.274106, "ortho_error": 0.385327, "val_loss": 0.738779}},
+                          "test": {"objective": 1.259464, "ortho_error": 0.385327, "val_loss": 0.724137}},
     }
     tags = ("optimizer", "muon", "newton-schulz", "orthogonalization", "torch")
     slot_process = True  # called once per matrix shape: the candidate runs in a process of its own (sandbox/_slotproc.py)
