@@ -102,7 +102,7 @@ def _rescore_best(nodes: SearchNodes, best: Any) -> None:
     from hifo.agents.evaluation import CandidateEvaluator
 
     rt = nodes.rt
-    left = nodes.wall_left()
+    left = nodes.wall_left()  # the re-score may not eat the test set's reserve
     if left is not None and left <= 0:
         return
     s = CandidateEvaluator(rt.evaluator, rt.scorer.instance_set, rt.scorer.executor).evaluate(best.code)
@@ -128,7 +128,7 @@ def _test_best(nodes: SearchNodes, best: Any, test_set: str) -> None:
     from hifo.agents.evaluation import CandidateEvaluator
 
     rt = nodes.rt
-    left = nodes.wall_left()
+    left = nodes.wall_left_total()  # the reserve kept for this (SearchNodes.test_reserve) included
     skipped = None
     if left is not None and left <= 0:
         skipped = f"{nodes._wall_reason()} before the test-set evaluation"

@@ -42,6 +42,7 @@ class SearchNodes(DistillNode, SelectNode):
     def __init__(self, rt: Runtime):
         self.rt = rt
         self.cfg = rt.config
+        self._reserve: float | None = None  # seconds kept for the final test-set evaluation (test_reserve)
         self.ev = rt.evaluator
         self.style = rt.client.style
         self._clock: GenerationClock | None = None  # this generation's model / evaluation / wall times
@@ -82,8 +83,31 @@ class SearchNodes(DistillNode, SelectNode):
         return float(self.rt.store.get_meta("wall_before", 0.0)) + (time.time() - self.rt.started)
 
     def wall_left(self) -> float | None:
-        """Seconds left of ``max_wall_s`` (None without one); every node that waits bounds its wait by it."""
+        """Seconds left of ``max_wall_s`` for the search (None without one), less :meth:`test_reserve`; every
+        node that waits bounds its wait by it."""
+        return None if self.cfg.max_wall_s is None else self.cfg.max_wall_s - self.wall_used() - self.test_reserve()
+
+    def wall_left_total(self) -> float | None:
+        """Seconds left of ``max_wall_s`` with the test reserve: what the final test-set evaluation may use."""
         return None if self.cfg.max_wall_s is None else self.cfg.max_wall_s - self.wall_used()
+
+    def test_reserve(self) -> float:
+        """Seconds of the wall budget kept for scoring the best candidate on the held-out set at the end, so
+        a run with ``--max-wall`` still reports its test score: 3x the median train evaluation of the
+        baselines plus 2 s (a test set is usually a few times the train set), at most a quarter of the budget;
+        0 without a wall budget, before the baselines are scored, or when no test set will be evaluated."""
+        if self.cfg.max_wall_s is None:
+            return 0.0
+        test_set = self.cfg.test_set or self.ev.default_test_set
+        if not test_set or test_set == self.rt.scorer.instance_set:
+            return 0.0
+        if self._reserve is None:
+            walls = sorted(c.wall_s for c in self.rt.store.candidates(operator="baseline", status="evaluated")
+                           if c.ok and c.wall_s)
+            if not walls:
+                return 0.0
+            self._reserve = min(3.0 * walls[len(walls) // 2] + 2.0, 0.25 * self.cfg.max_wall_s)
+        return self._reserve
 
     def _wall_reason(self) -> str:
         return f"wall-time budget ({self.cfg.max_wall_s:g} s) spent"

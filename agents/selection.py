@@ -93,8 +93,9 @@ class SelectNode:
             reason = f"{cfg.generations} generation(s) done"
         if reason is None and cfg.max_evaluations is not None and state.get("evaluations", 0) >= cfg.max_evaluations:
             reason = f"evaluation budget ({cfg.max_evaluations}) spent"
-        if reason is None and cfg.max_wall_s is not None and self.wall_used() >= cfg.max_wall_s:
-            reason = f"wall-time budget ({cfg.max_wall_s:.0f} s) spent"
+        if reason is None and cfg.max_wall_s is not None and self.wall_used() >= cfg.max_wall_s - self.test_reserve():
+            reason = f"wall-time budget ({cfg.max_wall_s:.0f} s) spent" + (
+                f" (the last {self.test_reserve():.0f} s kept for the test set)" if self.test_reserve() else "")
         reason = reason or self._early_stop(state.get("best_history", []))
         if reason:
             self.rt.store.set_meta("stop_reason", reason)
