@@ -227,3 +227,25 @@ def test_milp_charges_the_slot_processs_cpu_time_to_its_budget():
     # the trajectory starts after the work charged for the slot process's CPU beyond the free allowance
     charged = (used - FREE_CPU_S) * instance["work_per_cpu_s"]
     assert out["trajectory"] and min(t for t, _ in out["trajectory"]) >= 0.9 * charged
+
+
+@pytest.mark.parametrize("spin_s", [0.0, 1e-3])
+def test_the_channel_spins_or_blocks_with_the_same_answers(monkeypatch, spin_s):
+    """Calls wait for their frame by spinning on its counter in shared memory (a core free) or by blocking on
+    the eventfd (a busy machine, or after spins that found nothing): both give every answer, in order, over
+    many calls and across a new server per instance (whose counters start from zero again)."""
+    monkeypatch.setattr(_slotproc, "SPIN_S", spin_s)
+    monkeypatch.setattr(_slotproc.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    proxy = start("def f(i, slow):\n"
+                  "    if slow:\n"
+                  "        sum(range(200_000))  # a few ms, longer than the spin: the waiting side blocks\n"
+                  "    return i * 2\n").ready()
+    try:
+        assert proxy.channel.spin_s == spin_s
+        for instance in range(2):
+            got = [proxy(i, i % 7 == 0) for i in range(300)]
+            assert got == [2 * i for i in range(300)]
+            proxy.next_instance()
+        assert proxy.servers == 2
+    finally:
+        proxy.close()
