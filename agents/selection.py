@@ -33,6 +33,9 @@ class SelectNode:
     def wall_used(self) -> float:
         raise NotImplementedError
 
+    def test_reserve(self) -> float:
+        raise NotImplementedError
+
     def select(self, state: RunState) -> RunState:
         gen, store = state["generation"], self.rt.store
         new = [c for c in store.candidates(generation=gen, status="evaluated") if c.ok]

@@ -7,8 +7,9 @@
 
 Every method gets the same budget of CPU seconds per instance, *including* its own LP solve,
 sampling or heuristic time (the CPU clock, not the evaluators' deterministic work ticks: the point
-here is what each pipeline buys with equal CPU time, FMIP's sampling included), and runs once per seed (HiGHS's random seed and the dives' random
-subsets). Methods: ``highs`` (HiGHS alone), ``lp_hint_only`` and ``lp_fix_integral``
+here is what each pipeline buys with equal CPU time, FMIP's sampling included), and runs once per
+seed (HiGHS's random seed and the dives' random subsets). Methods: ``highs`` (HiGHS alone),
+``lp_hint_only`` and ``lp_fix_integral``
 (``milp_primal``'s two baselines through the official neural-diving hand-off), optionally an
 evolved heuristic and FMIP. Solutions are verified with the trusted checker. The primary metric
 is Berthold's primal integral normalised by the budget, against

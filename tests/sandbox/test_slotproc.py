@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from hifo.sandbox import _execute, _fence, _slotproc
+from hifo.sandbox import _execute, _fence, _slotchannel, _slotproc
 
 LIMITS = {"memory_mb": 2048, "max_solution_bytes": 1 << 20}
 FENCE = {"imports": list(_fence.DEFAULT_SLOT_IMPORTS), "process": True}
@@ -234,8 +234,8 @@ def test_the_channel_spins_or_blocks_with_the_same_answers(monkeypatch, spin_s):
     """Calls wait for their frame by spinning on its counter in shared memory (a core free) or by blocking on
     the eventfd (a busy machine, or after spins that found nothing): both give every answer, in order, over
     many calls and across a new server per instance (whose counters start from zero again)."""
-    monkeypatch.setattr(_slotproc, "SPIN_S", spin_s)
-    monkeypatch.setattr(_slotproc.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(_slotchannel, "SPIN_S", spin_s)
+    monkeypatch.setattr(_slotchannel.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     proxy = start("def f(i, slow):\n"
                   "    if slow:\n"
                   "        sum(range(200_000))  # a few ms, longer than the spin: the waiting side blocks\n"
