@@ -110,7 +110,9 @@ class SearchNodes(DistillNode, SelectNode):
         return self._reserve
 
     def _wall_reason(self) -> str:
-        return f"wall-time budget ({self.cfg.max_wall_s:g} s) spent"
+        reserve = self.test_reserve()
+        return f"wall-time budget ({self.cfg.max_wall_s:g} s) spent" + (
+            f" (the last {reserve:.0f} s kept for the test set)" if reserve else "")
 
     # ---- nodes -------------------------------------------------------------------------------
     def seed(self, state: RunState) -> RunState:

@@ -36,6 +36,9 @@ class SelectNode:
     def test_reserve(self) -> float:
         raise NotImplementedError
 
+    def _wall_reason(self) -> str:
+        raise NotImplementedError
+
     def select(self, state: RunState) -> RunState:
         gen, store = state["generation"], self.rt.store
         new = [c for c in store.candidates(generation=gen, status="evaluated") if c.ok]
@@ -97,8 +100,7 @@ class SelectNode:
         if reason is None and cfg.max_evaluations is not None and state.get("evaluations", 0) >= cfg.max_evaluations:
             reason = f"evaluation budget ({cfg.max_evaluations}) spent"
         if reason is None and cfg.max_wall_s is not None and self.wall_used() >= cfg.max_wall_s - self.test_reserve():
-            reason = f"wall-time budget ({cfg.max_wall_s:.0f} s) spent" + (
-                f" (the last {self.test_reserve():.0f} s kept for the test set)" if self.test_reserve() else "")
+            reason = self._wall_reason()
         reason = reason or self._early_stop(state.get("best_history", []))
         if reason:
             self.rt.store.set_meta("stop_reason", reason)
