@@ -160,9 +160,15 @@ def test_instance_time_check_is_strict_about_missing_timings():
     assert check_instance_times(get_evaluator("bpp_online"), instances, []) is None  # no limit declared
 
 
-def test_milp_primal_declares_an_instance_limit_below_the_measured_attack():
+def test_milp_primal_refuses_the_measured_attack_s_overtime():
+    """Issue 13's attack ran a solver for 4 s per instance. The budget is now HiGHS work ticks, so the parent's
+    per-instance limit is only a safety net; what refuses the attack is the heuristic's own CPU cap, read by the
+    algorithm from outside the slot process (tests/evaluators/test_milp_primal.py runs it)."""
+    from hifo.evaluators.milp_primal import FREE_CPU_S, HEURISTIC_CPU_S, INSTANCE_WALL_S
+
     ev = get_evaluator("milp_primal")
-    assert ev.instance_time_limit({"time_limit": 0.4}) < 4.0  # the attack ran 4 s per instance
+    assert FREE_CPU_S < HEURISTIC_CPU_S < 4.0  # the attack ran 4 s per instance
+    assert ev.instance_time_limit(ev.load_instances("train")[0]) == INSTANCE_WALL_S
 
 
 def test_radar_budget_cannot_be_lifted_by_patching_the_module(monkeypatch):
