@@ -49,19 +49,6 @@ def figure_tolerance(ev: Evaluator, stored: float, metric: str = "*") -> float:
     return ev.metric_rtol(metric) * abs(stored) + rounding * (1 + 1e-9)
 
 
-def _cpu_model() -> str:
-    import platform
-    from pathlib import Path
-
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
-
-
 class ToleranceUsed(UserWarning):
     """A figure reproduced only within the evaluator's declared ``fitness_rtol``, not to the stored rounding:
     listed in pytest's warning summary (and so in CI's log), to tell which declared tolerances a CPU needs."""
@@ -72,13 +59,15 @@ def assert_figure(ev: Evaluator, measured: float, stored: float, metric: str, wh
     when it needed more than the stored rounding."""
     import warnings
 
+    from benchmarks.llm_speed import cpu_model  # the CPU's model name, as the benchmarks record it
+
     tol = figure_tolerance(ev, stored, metric)
     diff = abs(float(measured) - float(stored))
     exact = tol - ev.metric_rtol(metric) * abs(stored)
     if exact < diff <= tol:
         warnings.warn(ToleranceUsed(f"{ev.name} {what} {metric}: measured {measured!r}, stored {stored!r} "
                                     f"(rel {diff / max(abs(float(stored)), 1e-300):.2e}, within fitness_rtol "
-                                    f"{ev.metric_rtol(metric):g}; CPU {_cpu_model()})"))
+                                    f"{ev.metric_rtol(metric):g}; CPU {cpu_model()})"))
     assert diff <= tol, (
         f"{what}: measured {measured!r}, stored {stored!r} (declared tolerance {tol:.3g}: "
         f"fitness_rtol={ev.metric_rtol(metric):g} plus the stored figure's rounding)")
