@@ -134,7 +134,7 @@ class RunProgress:
             for p in d["principles"]:
                 if p["id"] not in self._shown:  # the whole text, verbatim, the first time; its id afterwards
                     self._shown.add(p["id"])
-                    self.print(f"  recall [dim]#{escape(str(p['id']))} ({escape(str(p['problem']))}, utility "
+                    self.print(f"  recall [dim]#{escape(str(p['id']))} ({escape(str(p['problem'] or 'any problem'))}, utility "
                                f"{p['utility']})[/] {escape(p['text'])}")
             if again:
                 self.print("  recall again (text above): " + ", ".join(f"#{escape(str(p['id']))} (utility {p['utility']})"

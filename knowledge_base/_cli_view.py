@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 if TYPE_CHECKING:
     from .principle import Principle
@@ -54,9 +56,16 @@ def helped(view: dict[str, Any]) -> str:
     return ", ".join(parts) or "-"
 
 
+TABLE_MIN_WIDTH = 110  # below this the columns leave the principle too narrow: one stanza per principle instead
+
+
 def principle_table(principles: list[Principle], title: str, view: dict[str, dict[str, Any]],
-                    width: int = 200) -> Table:
-    # Narrow terminals drop source and origin (`show ID` has them) so the principle text stays readable.
+                    width: int = 200) -> Table | Group:
+    """The principles as a table on wide terminals, as stanzas (a header line, then the whole text wrapped)
+    on narrow ones: no width crops a principle's text."""
+    if width < TABLE_MIN_WIDTH:
+        return _principle_stanzas(principles, title, view)
+    # Below 120 columns source and origin are dropped (`show ID` has them) so the principle text stays readable.
     wide = width >= 120
     table = Table(title=title, title_justify="left", expand=False)
     table.add_column("ID", no_wrap=True, style="cyan")
@@ -77,3 +86,14 @@ def principle_table(principles: list[Principle], title: str, view: dict[str, dic
         row += [helped(view[p.id]), p.text]
         table.add_row(*row)
     return table
+
+
+def _principle_stanzas(principles: list[Principle], title: str, view: dict[str, dict[str, Any]]) -> Group:
+    parts: list[Text] = [Text(title, style="bold")]
+    for p in principles:
+        state = view[p.id]["pool_state"] + (f" → {p.merged_into}" if p.merged_into else "")
+        head = Text.assemble((p.id, "cyan"), f"  util {p.utility:+.3f}  won {p.wins}/{p.uses}  {state}  "
+                             f"problem {p.problem or '-'}  source {p.source}  helped on {helped(view[p.id])}")
+        head.overflow = "fold"
+        parts += [Text(""), head, Text(p.text, overflow="fold")]
+    return Group(*parts)

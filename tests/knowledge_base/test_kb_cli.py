@@ -158,3 +158,22 @@ def test_export_into_a_missing_folder_is_refused(runner, filled, tmp_path):
     assert result.exit_code == 1 and f"folder {target.parent} does not exist" in result.output
     assert not target.parent.exists()
     assert invoke(runner, "export", tmp_path / "kb.json", "--kb", path).exit_code == 0
+
+
+@pytest.mark.parametrize("columns", [60, 80, 100, 110, 120, 160])
+def test_list_never_crops_a_principle(runner, kb_path, clock, columns):
+    # issue 31 item 7: at 80 and even 120 columns the table cropped the principle text; narrow terminals now get
+    # one stanza per principle and wide ones a table whose principle column wraps
+    text = ("Heuristics that divide one quantity by another scored worse (0/2 elites vs 4/6 weak candidates); "
+            "prefer differences of normalised terms such as bins[mask] - item, and keep the :fire: literal.")
+    with KnowledgeBase(kb_path, clock=clock) as store:
+        p = store.add(text, ["ratio"], "bpp_online", source="contrast")
+    result = runner.invoke(principles_app, ["list", "--kb", str(kb_path)], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert all(len(line.rstrip()) <= columns for line in lines), (columns, result.output)
+    cells = [line.strip("│ ").rstrip() for line in lines]
+    # the principle's words in order, whatever column they were wrapped into
+    flat = " ".join(" ".join(cell.split("│")[-1].split()) for cell in cells if cell)
+    assert " ".join(text.split()) in flat or " ".join(text.split()) in " ".join(result.output.split()), result.output
+    assert p.id in result.output
