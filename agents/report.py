@@ -106,8 +106,9 @@ def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = Fal
     t = Table("gen", "regime", "reason", "stagnation", "code div", "behav div", "fail rate", title="foresight timeline")
     for f in timeline:
         n = f["numbers"]
-        t.add_row(str(f["generation"]), f["regime"], f["reason"], str(n.get("stagnation")),
-                  str(n.get("code_diversity")), str(n.get("behaviour_diversity")), str(n.get("failure_rate")))
+        t.add_row(*(escape(str("-" if v is None else v)) for v in (
+            f["generation"], f["regime"], f["reason"], n.get("stagnation"), n.get("code_diversity"),
+            n.get("behaviour_diversity"), n.get("failure_rate"))))
     console.print(t)
     if data["timings"]:  # propose start to evaluate end; model and sandbox overlap (hifo.agents.pipeline)
         tt = Table("gen", "model s", "eval s", "wall s", "overlap s", "calls", "evals", title="time per generation")

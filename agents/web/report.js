@@ -44,7 +44,7 @@
     var rows = [["run", d.dir], ["problem", d.problem], ["model", d.model], ["status", d.status + (d.stop_reason ? " (" + d.stop_reason + ")" : "")],
       ["candidates", Object.keys(d.counts).map(function (k) { return k + " " + d.counts[k]; }).join(", ")],
       ["evaluations", d.evaluations], ["model calls", d.model_calls]];
-    t.appendChild(row([el("th", "best " + d.metric + " (train" + (b && b.train_set ? ": " + b.train_set : "") + ")"),
+    t.appendChild(row([el("th", "best " + d.metric + " (train" + (b && b.train_set && b.train_set !== "train" ? " set: " + b.train_set : "") + ")"),
       cell(b ? fmt(b.train) : "no feasible candidate yet", "best-value")]));
     var test = b && b.test ? (b.test.objective !== null ? fmt(b.test.objective) : "not scored: " + b.test.note) +
       " (" + b.test.set + ")" : (b ? "not scored yet (the run scores its best on the test set at the end)" : "");
