@@ -11,8 +11,13 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+EXIT_CODES = ("Exit codes: 0 done; 1 hifo crashed (a bug: `hifo --debug COMMAND ...` shows the traceback); "
+              "2 bad input (an argument, file, configuration, run folder or knowledge base, or a model that does "
+              "not answer at the start); 3 a replayed run diverged from its cassette; 4 the model failed during a "
+              "run (`hifo resume RUN` continues it); 5 `hifo evaluate`: the heuristic failed or was infeasible; "
+              "130 interrupted (Ctrl-C).")
 app = typer.Typer(help="hifo: LLM-driven automated heuristic design (HiFo-style agent, sandboxed evaluators).",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  epilog=EXIT_CODES, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   rich_markup_mode=None)  # help text verbatim: "[default: 4]" is not markup
 console = Console(soft_wrap=True, emoji=False)
 err = Console(stderr=True, soft_wrap=True, emoji=False)
@@ -367,7 +372,7 @@ def evaluate(
             from rich.text import Text
 
             console.print(Text.assemble(("failed", "red"), f": {score.error}"))
-    raise typer.Exit(0 if score.feasible else 1)
+    raise typer.Exit(0 if score.feasible else 5)
 
 
 @app.command()
@@ -420,8 +425,15 @@ def main() -> None:
         from hifo.sandbox._numeric import pin_this_process
 
         pin_this_process()
+    from hifo.agents.rundb import RunStoreError
+
     try:
         app()
+    except RunStoreError as exc:  # a damaged or missing run store: the path and what is wrong with it, not a crash
+        if _DEBUG["on"] or "--debug" in sys.argv:
+            raise
+        err.print(f"error: {_one_line(exc)}", markup=False)
+        sys.exit(2)
     except Exception as exc:  # noqa: BLE001 - one line for the user; --debug shows the traceback
         if _DEBUG["on"] or "--debug" in sys.argv:
             raise

@@ -53,7 +53,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(1)
+    raise typer.Exit(2)  # hifo's exit code for bad input (a missing store, an unknown id, a bad file)
 
 
 def _kb_path(kb: Path | None) -> Path:

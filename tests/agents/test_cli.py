@@ -49,7 +49,7 @@ def test_evaluate_json_success_and_failure(tmp_path):
                                "--json"])
     # the evaluator's own timeout applies; the reply is still JSON
     out = json.loads(slow.output)
-    assert slow.exit_code == 1 and out["feasible"] is False and "timeout" in out["error"]
+    assert slow.exit_code == 5 and out["feasible"] is False and "timeout" in out["error"]
 
 
 def test_evaluate_entry_and_errors(tmp_path):
@@ -63,7 +63,7 @@ def test_evaluate_entry_and_errors(tmp_path):
     res = runner.invoke(app, ["evaluate", "-p", "bpp_online", "--heuristic", str(f), "--instances", "nope"])
     assert res.exit_code == 2 and "unknown instance set" in res.output
     res = runner.invoke(app, ["evaluate", "-p", "bpp_online", "--heuristic", str(f), "--json"])
-    assert res.exit_code == 1 and "priority" in json.loads(res.output)["error"]
+    assert res.exit_code == 5 and "priority" in json.loads(res.output)["error"]
 
 
 def test_run_show_runs_resume_with_a_replayed_model(tmp_path, fake_model, monkeypatch):
@@ -97,7 +97,7 @@ def test_run_show_runs_resume_with_a_replayed_model(tmp_path, fake_model, monkey
     res = runner.invoke(app, ["principles", "list", "--kb", str(run_dir / "knowledge.sqlite"), "--json"])
     assert res.exit_code == 0 and json.loads(res.output)
     res = runner.invoke(app, ["principles", "list", "--kb", str(tmp_path / "kb.sqlite"), "--json"])
-    assert res.exit_code == 1 and not (tmp_path / "kb.sqlite").exists()  # never created
+    assert res.exit_code == 2 and not (tmp_path / "kb.sqlite").exists()  # never created
 
 
 def _toml(tmp_path: Path) -> Path:

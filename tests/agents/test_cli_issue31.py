@@ -96,7 +96,7 @@ def test_text_a_user_or_model_wrote_is_shown_verbatim(tmp_path):
     bad.write_text("import numpy as np\ndef priority(item, bins):\n"
                    "    raise TypeError('expected list[float], got dict[str, int] :fire:')\n")
     res = runner.invoke(app, ["evaluate", "-p", "bpp_online", "--heuristic", str(bad), "--isolation", "minimal"])
-    assert res.exit_code == 1 and "expected list[float], got dict[str, int] :fire:" in res.output, res.output
+    assert res.exit_code == 5 and "expected list[float], got dict[str, int] :fire:" in res.output, res.output
     res = runner.invoke(app, ["evaluate", "-p", str(tmp_path / "np[x]" / "broken.py") + ":X", "--heuristic", str(bad)])
     assert res.exit_code == 2 and "np[x]" in res.output, res.output
 

@@ -160,14 +160,23 @@ def test_failed_start_leaves_no_half_made_run_dir(tmp_path, monkeypatch):
 def test_version_and_unexpected_errors_are_one_line(tmp_path):
     res = runner.invoke(app, ["--version"])
     assert res.exit_code == 0 and res.output.startswith("hifo")
-    # a corrupt run store: an unforeseen error, reported by main() as one line (traceback with --debug)
+    # a corrupt run store is bad input, not a crash: exit 2, the path named, no --debug advice (issue 31)
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "run.sqlite").write_text("not a database")
     code = "import sys; from hifo.agents.cli import main; sys.argv = ['hifo'] + sys.argv[1:]; main()"
     out = subprocess.run([sys.executable, "-c", code, "show", str(tmp_path / "r")], capture_output=True, text=True,
                          timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr and str(tmp_path / "r" / "run.sqlite") in out.stderr
+    assert "--debug" not in out.stderr, out.stderr
+    # an unforeseen error (a bug in hifo): one line naming --debug, exit 1; with --debug the traceback
+    crash = ("import sys, hifo.agents.report as r; from hifo.agents.cli import main\n"
+             "def boom(*a, **k): raise ZeroDivisionError('a bug')\n"
+             "r.show_run = boom; sys.argv = ['hifo'] + sys.argv[1:]; main()")
+    out = subprocess.run([sys.executable, "-c", crash, "show", str(tmp_path / "r")], capture_output=True, text=True,
+                         timeout=60)
     assert out.returncode == 1 and "Traceback" not in out.stderr and "--debug" in out.stderr, out.stderr
-    out = subprocess.run([sys.executable, "-c", code, "--debug", "show", str(tmp_path / "r")], capture_output=True,
+    assert "ZeroDivisionError: a bug" in out.stderr
+    out = subprocess.run([sys.executable, "-c", crash, "--debug", "show", str(tmp_path / "r")], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 1 and "Traceback" in out.stderr
 

@@ -36,10 +36,10 @@ def test_read_commands_on_a_missing_store_do_not_create_it(runner, tmp_path):
     # a named store that does not exist is an error (issue 31: a typo read as "No principles found.", exit 0)
     for args in (("list",), ("list", "--json"), ("search", "bins"), ("search", "bins", "--json")):
         result = invoke(runner, *args, "--kb", path)
-        assert result.exit_code == 1 and f"knowledge base {path} does not exist" in result.output, args
+        assert result.exit_code == 2 and f"knowledge base {path} does not exist" in result.output, args
     result = invoke(runner, "show", "p123", "--kb", path)
-    assert result.exit_code == 1 and "unknown principle id" in result.output
-    assert invoke(runner, "export", tmp_path / "x.json", "--kb", path).exit_code == 1
+    assert result.exit_code == 2 and "unknown principle id" in result.output
+    assert invoke(runner, "export", tmp_path / "x.json", "--kb", path).exit_code == 2
     assert not path.exists()
 
 
@@ -65,7 +65,7 @@ def test_list_table_and_json(runner, filled):
     assert record["id"] == b.id and record["source"] == "contrast" and record["uses"] == 5
     assert record["provenance"][0]["run_id"] == "r9"
     assert invoke(runner, "list", "--kb", path, "--status", "bogus").exit_code == 2
-    assert invoke(runner, "list", "--kb", path, "--source", "bogus").exit_code == 1
+    assert invoke(runner, "list", "--kb", path, "--source", "bogus").exit_code == 2
 
 
 def test_show_prints_provenance_and_accepts_a_prefix(runner, filled):
@@ -82,7 +82,7 @@ def test_show_prints_provenance_and_accepts_a_prefix(runner, filled):
 def test_show_unknown_id_exits_1(runner, filled):
     path, _, _ = filled
     result = invoke(runner, "show", "pdoesnotexist", "--kb", path)
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "unknown principle id" in result.output and "pdoesnotexist" in result.output
 
 
@@ -108,11 +108,11 @@ def test_export_import_round_trip(runner, filled, tmp_path):
     assert "0 inserted" in result.output and "2 unchanged" in result.output
     with KnowledgeBase(other) as store:
         assert store.get(a.id).provenance == KnowledgeBase(path).get(a.id).provenance
-    assert invoke(runner, "import", tmp_path / "missing.json", "--kb", other).exit_code == 1
+    assert invoke(runner, "import", tmp_path / "missing.json", "--kb", other).exit_code == 2
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     result = invoke(runner, "import", bad, "--kb", other)
-    assert result.exit_code == 1 and "not valid JSON" in result.output
+    assert result.exit_code == 2 and "not valid JSON" in result.output
 
 
 def test_prune_dry_run_then_retire(runner, filled):
@@ -126,7 +126,7 @@ def test_prune_dry_run_then_retire(runner, filled):
     assert [r["id"] for r in retired] == [b.id]
     result = invoke(runner, "reactivate", b.id, "--kb", path)
     assert result.exit_code == 0 and "Reactivated" in result.output
-    assert invoke(runner, "reactivate", "pnope", "--kb", path).exit_code == 1
+    assert invoke(runner, "reactivate", "pnope", "--kb", path).exit_code == 2
 
 
 def test_add_and_stats(runner, tmp_path):
@@ -137,7 +137,7 @@ def test_add_and_stats(runner, tmp_path):
     assert added["source"] == "user" and added["tags"] == ["safety"] and added["problem"] is None
     again = invoke(runner, "add", "Keep the numbers finite.", "--kb", path)
     assert "Merged into existing principle " + added["id"] in again.output
-    assert invoke(runner, "add", "  ", "--kb", path).exit_code == 1
+    assert invoke(runner, "add", "  ", "--kb", path).exit_code == 2
     stats = json.loads(invoke(runner, "stats", "--kb", path, "--json").stdout)
     # a restatement with the same (empty) provenance is the same statement: nothing new to record
     assert stats["active"] == 1 and stats["provenance_records"] == 1
@@ -155,7 +155,7 @@ def test_export_into_a_missing_folder_is_refused(runner, filled, tmp_path):
     path, _, _ = filled
     target = tmp_path / "no_such_dir" / "kb.json"
     result = invoke(runner, "export", target, "--kb", path)
-    assert result.exit_code == 1 and f"folder {target.parent} does not exist" in result.output
+    assert result.exit_code == 2 and f"folder {target.parent} does not exist" in result.output
     assert not target.parent.exists()
     assert invoke(runner, "export", tmp_path / "kb.json", "--kb", path).exit_code == 0
 

@@ -2,8 +2,9 @@
 
 Most people run hifo as an ordinary user. When this suite runs as root, it creates an
 unprivileged account (``hifo-tester``, once) and runs ``test_private.py``,
-``test_hostile.py`` and ``test_seccomp.py`` under it with ``runuser``, against this checkout's installed packages; it
-also checks the diagnosis where unprivileged user namespaces are blocked (emulated with
+``test_hostile.py``, ``test_seccomp.py``, the slot-process tests and the evaluator-level attacks (issue 28:
+``test_fair_fitness.py``, ``test_escaped_slot.py``, ``test_instance_secrecy.py``) under it with ``runuser``, in a
+virtual environment of the user's own whose .pth adds this checkout's installed packages; it also checks the diagnosis where unprivileged user namespaces are blocked (emulated with
 ``bwrap --disable-userns``, which makes any further user namespace fail with ENOSPC).
 
 Skips, with the reason, when: not root (then the rest of the suite already runs as an ordinary
@@ -14,6 +15,7 @@ site-packages cannot be read by another user.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import site
 import subprocess
@@ -68,12 +70,21 @@ def as_user():
                        env={"PATH": PATH})
     python, sites, _ = _interpreter()
     home = os.path.expanduser(f"~{USER}")
+    env = ["env", "-i", f"PATH={PATH}", f"HOME={home}", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1",
+           "HIFO_SKIP_USER_TESTS=1"]
+    # The user's own virtual environment (as an ordinary user would have one), made from an interpreter the user
+    # can run, whose one .pth adds this checkout's site-packages (and with them the editable hifo): every process
+    # the tests start with sys.executable, and the sandbox's child, import the same packages as root's suite.
+    venv = f"{home}/hifo-venv"
+    pth = "".join(f"import site; site.addsitedir({d!r})\n" for d in sites)
+    make = (f"rm -rf {venv} && {python} -m venv --without-pip {venv} && "
+            f"printf %s {shlex.quote(pth)} > \"$({venv}/bin/python -c 'import site; print(site.getsitepackages()[0])')"
+            f"/hifo-checkout.pth\"")
+    subprocess.run(["runuser", "-u", USER, "--", *env, "/bin/sh", "-c", make], check=True, capture_output=True,
+                   env={"PATH": PATH}, timeout=120)
 
     def run(code: str, *, wrap: list[str] = (), timeout: float = 600) -> subprocess.CompletedProcess:
-        prologue = f"import site, sys\nfor d in {sites!r}:\n    site.addsitedir(d)\n"
-        env = ["env", "-i", f"PATH={PATH}", f"HOME={home}", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1",
-               "HIFO_SKIP_USER_TESTS=1"]
-        argv = ["runuser", "-u", USER, "--", *env, *wrap, python, "-c", prologue + code]
+        argv = ["runuser", "-u", USER, "--", *env, *wrap, f"{venv}/bin/python", "-c", "import sys\n" + code]
         return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout, env={"PATH": PATH})
 
     return run
@@ -131,14 +142,25 @@ def test_blocked_user_namespaces_are_named_with_their_fix(as_user):
 
 def test_slot_process_as_an_ordinary_user(as_user):
     """Issue 28 as an ordinary user: the slot process (a fresh server per instance, the shared-memory channel,
-    and through the real sandbox, tests/sandbox/solvers.py). The evaluator-level leak attacks
-    (tests/evaluators/test_instance_secrecy.py) run as root only: this harness's sandboxed child, on the system
-    interpreter, cannot import the editable-installed hifo (the hostile and private tests above avoid it the same
-    way, with their own solvers module)."""
+    and through the real sandbox, tests/sandbox/solvers.py)."""
     tests = ["tests/sandbox/test_slotproc.py"]
     code = ("import pytest\nsys.exit(pytest.main(['-x', '-q', '-p', 'no:cacheprovider', '-rs', "
             f"'--rootdir', {str(REPO / 'tests' / 'sandbox')!r}, '-c', '/dev/null', '-k', 'not milp', *{tests!r}]))\n")
     done = as_user(code)
+    report = done.stdout[-4000:] + done.stderr[-2000:]
+    assert done.returncode == 0, report
+    assert " passed" in done.stdout and "SKIPPED" not in done.stdout, report
+
+
+def test_evaluator_attacks_as_an_ordinary_user(as_user):
+    """Issue 28 item 7, as an ordinary user: the evaluator-level attacks (an escaped slot that reads the
+    answer, state kept across instances, shared instances, public seeds, memorised instances) through the real
+    sandbox, where the candidate's uid is the user's own and not a separate unprivileged one."""
+    tests = ["tests/evaluators/test_fair_fitness.py", "tests/evaluators/test_escaped_slot.py",
+             "tests/evaluators/test_instance_secrecy.py"]
+    code = ("import pytest\nsys.exit(pytest.main(['-x', '-q', '-p', 'no:cacheprovider', '-rs', "
+            f"'--rootdir', {str(REPO / 'tests' / 'evaluators')!r}, '-c', '/dev/null', *{tests!r}]))\n")
+    done = as_user(code, timeout=900)
     report = done.stdout[-4000:] + done.stderr[-2000:]
     assert done.returncode == 0, report
     assert " passed" in done.stdout and "SKIPPED" not in done.stdout, report
