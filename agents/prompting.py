@@ -78,33 +78,6 @@ def _strip_docstrings(code: str) -> str:
     return ast.unparse(tree)
 
 
-def without_docstrings(code: str) -> str:
-    """``code`` with its functions' docstrings cut out line by line, everything else as written (comments,
-    layout). Chat prompts show earlier heuristics this way: the contract is stated once, in the system text;
-    a parent's copy of it only lengthens the prompt, and the model copies it into its reply (about 100 of the
-    tokens it generates per call). A function whose body was only its docstring keeps it."""
-    import ast
-
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return code
-    drop: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and len(node.body) > 1 \
-                and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) \
-                and isinstance(node.body[0].value.value, str):
-            doc = node.body[0]
-            if doc.lineno != node.body[1].lineno and doc.end_lineno is not None \
-                    and doc.end_lineno < node.body[1].lineno:
-                drop.update(range(doc.lineno, doc.end_lineno + 1))
-    if not drop:
-        return code
-    lines = code.splitlines()
-    kept = [ln for i, ln in enumerate(lines, 1) if i not in drop]
-    return "\n".join(kept) + ("\n" if code.endswith("\n") else "")
-
-
 def _strip_imports(code: str) -> str:
     return "\n".join(ln for ln in code.splitlines()
                      if not ln.startswith(("import ", "from "))).strip("\n")
@@ -193,9 +166,8 @@ def render_operator(
     if style == "chat":
         parents_block = ""
         for i, p in enumerate(parents, 1):
-            shown = without_docstrings(p.code).strip()
             parents_block += (f"No.{i} heuristic: {p.thought or '(no description)'}\n"
-                              f"Score: {_score_text(p, metric, direction)}\n```python\n{shown}\n```\n\n")
+                              f"Score: {_score_text(p, metric, direction)}\n```python\n{p.code.strip()}\n```\n\n")
         principles_block = ""
         if principles:
             principles_block = "Design principles that helped on this and related tasks:\n" + \
@@ -275,8 +247,7 @@ def render_distill(
     if style == "chat":
         elites_block = "".join(f"Score: {_score_text(p, metric, direction)}\n"
                                + (f"Idea: {' '.join(p.thought.split())[:300]}\n" if p.thought.strip() else "")
-                               + f"```python\n{without_docstrings(p.code).strip()}\n```\n\n" for p in elites)
-        # weak code as it ran: its outcome may name line numbers
+                               + f"```python\n{p.code.strip()}\n```\n\n" for p in elites)
         weak_block = "".join(f"Outcome: {why}\n```python\n{code.strip()}\n```\n\n" for code, why in weak)
         text = load_template("chat", "distill").substitute(
             task=evaluator.description.strip(), elites_block=elites_block,

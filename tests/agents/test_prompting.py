@@ -136,24 +136,3 @@ def test_chat_i1_with_a_reference_baseline():
     plain = render_operator("chat", "i1", evaluator=EV, parents=[], principles=[], directive="")
     assert "Please design a new heuristic for this task." in plain.messages[-1]["content"]
     assert "baseline" not in plain.messages[-1]["content"]
-
-
-def test_chat_prompts_show_parents_without_their_docstrings():
-    # issue 27 item 3: the contract is in the system text once; a parent's copy of it lengthened the prompt and
-    # the model copied it into its reply (about 100 generated tokens per call on the embedded model)
-    from hifo.agents.prompting import without_docstrings
-
-    doc = '    """Returns the priority.\n\n    Args:\n        bins: remaining capacities.\n    """\n'
-    code = f"import numpy as np\n\n\ndef priority(item, bins):\n{doc}    # tight fits first\n    return -(bins - item)\n"
-    assert without_docstrings(code) == ("import numpy as np\n\n\ndef priority(item, bins):\n"
-                                        "    # tight fits first\n    return -(bins - item)\n")
-    only = 'def f():\n    """only a docstring"""\n'
-    assert without_docstrings(only) == only  # removing it would leave no body
-    assert without_docstrings("def f(:\n") == "def f(:\n"  # not Python: shown as written
-    parent = ParentView(code, "best fit", 4.0, -4.0)
-    user = render_operator("chat", "m1", evaluator=EV, parents=[parent], principles=[], directive="").messages[1]
-    assert "# tight fits first\n    return -(bins - item)" in user["content"]
-    assert "Returns the priority." not in user["content"] and "remaining capacities" not in user["content"]
-    distill = render_distill("chat", evaluator=EV, elites=[parent], weak=[(code, "error on line 9")])
-    text = distill.messages[0]["content"]
-    assert text.count("Returns the priority.") == 1  # the weak one as it ran (its outcome names its lines)
