@@ -120,3 +120,27 @@ def test_runs_made_elsewhere_are_listed(tmp_path, monkeypatch, make_fake_model):
 
     shutil.rmtree(elsewhere)  # a deleted run drops out of the list
     assert json.loads(runner.invoke(app, ["runs", "--json"]).output) == []
+
+
+def test_runs_list_shows_paths_verbatim_at_any_width(tmp_path):
+    # a "[" in a folder name is not markup, and a narrow terminal wraps the text columns without losing them
+    import os
+    import subprocess
+    import sys
+
+    run = tmp_path / "exp [bold]x :fire:"
+    store = RunStore(run / "run.sqlite")
+    store.set_meta("config", {"problem": "bpp_online", "model": "openai/m[1]"})
+    store.set_meta("status", "finished")
+    store.close()
+    code = "import sys; from hifo.agents.cli import main; sys.argv = ['hifo'] + sys.argv[1:]; main()"
+    done = subprocess.run([sys.executable, "-c", code, "runs", "--root", str(tmp_path)], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "COLUMNS": "80"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    # below 100 columns: one stanza per run, its path alone on the first line, exactly as on disk
+    assert lines[0] == str(run), done.stdout
+    assert "bpp_online · openai/m[1] · finished · 0 evaluations" in lines[1], done.stdout
+    wide = subprocess.run([sys.executable, "-c", code, "runs", "--root", str(tmp_path)], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert str(run) in wide.stdout and "openai/m[1]" in wide.stdout and "┃ run" in wide.stdout, wide.stdout

@@ -4,7 +4,8 @@ Most people run hifo as an ordinary user. When this suite runs as root, it creat
 unprivileged account (``hifo-tester``, once) and runs ``test_private.py``,
 ``test_hostile.py``, ``test_seccomp.py``, the slot-process tests and the evaluator-level attacks (issue 28:
 ``test_fair_fitness.py``, ``test_escaped_slot.py``, ``test_instance_secrecy.py``) under it with ``runuser``, in a
-virtual environment of the user's own whose .pth adds this checkout's installed packages; it also checks the diagnosis where unprivileged user namespaces are blocked (emulated with
+virtual environment of the user's own whose .pth adds this checkout's installed packages; it also checks the
+diagnosis where unprivileged user namespaces are blocked (emulated with
 ``bwrap --disable-userns``, which makes any further user namespace fail with ENOSPC).
 
 Skips, with the reason, when: not root (then the rest of the suite already runs as an ordinary
