@@ -84,7 +84,7 @@ def test_leak_attack_scores_no_better_than_the_best_baseline(path):
 
 
 @pytest.mark.parametrize("stem, name", [("ridge_seed_replay", "ridge_schedule"), ("fdiv_count_table", "fdiv_pessimism"),
-                                        ("glowq_best_subset_table", "glowq_select")])
+                                        ("glowq_best_subset_table", "glowq_select"), ("lp_irls_seed_replay", "lp_irls")])
 def test_the_seed_attacks_win_where_the_seeds_are_published(stem, name):
     """The same attacks on the published instances: far better than every baseline (the leak is real)."""
     path = Path(__file__).parent / "attacks" / f"{stem}.py"

@@ -16,7 +16,22 @@ from evalkit import compile_entry, run_instance
 
 @pytest.fixture(scope="module")
 def ev():
-    return LpIRLS()
+    ev = LpIRLS()
+    ev.public_seeds = True  # the published test seeds the reference figures were measured on
+    return ev
+
+
+def test_the_test_set_is_drawn_from_a_secret_per_object():
+    a, b = LpIRLS(), LpIRLS()
+    ta, tb = a.load_instances("test"), b.load_instances("test")
+    assert [i.name for i in ta] == [f"d50_n200_p{p:g}_secret{k}" for k, p in enumerate((1.5, 3, 4, 8) * 2)]
+    assert not np.array_equal(ta[0].A, tb[0].A)  # another object, another draw
+    assert a.load_instances("test")[0] is ta[0]  # one draw per object: every candidate meets the same instances
+    assert all(i.opt > 0 for i in ta)
+    assert [i.name for i in a.load_instances("train")] == [i.name for i in LpIRLS().load_instances("train")]
+    # the baseline solves a secret draw about as fast as the published one (figures: 9.125 solves on test)
+    agg = a.aggregate([run(a, compiled(a.baselines["damped"]), i) for i in ta])
+    assert agg["reached"] == 1.0 and 6 <= agg["solves"] <= 13, agg
 
 
 compiled = partial(compile_entry, entry="update")
