@@ -121,8 +121,9 @@ class FLAggregate(Evaluator):
     """Test accuracy of federated digits classification under Byzantine attacks, by aggregation rule.
 
     Instance sets: ``train`` (the six attacks at 30 % malicious, two seeds each: 0-11) and ``test`` (the six
-    attacks at 10, 20 and 40 %, two seeds each: 100-135): each instance its own client split and malicious
-    clients. ``seed_noise`` holds the measured seed-to-seed standard deviation of each baseline's train score.
+    attacks at 10, 20 and 40 %, two seeds each, drawn per evaluator object from a secret; the published seeds
+    100-135 with ``public_seeds = True``, on which the test figures were measured): each instance its own client
+    split and malicious clients. ``seed_noise`` holds the measured seed-to-seed standard deviation of each baseline's train score.
     The slot runs in a fresh process per instance, so ``memory`` (or anything else it keeps) never
     survives from one instance to the next. Per instance ``test_acc``, ``train_loss``.
     """
@@ -154,10 +155,17 @@ class FLAggregate(Evaluator):
     slot_process = True  # 30 calls per instance: a process of its own, a fresh one per instance (sandbox/_slotproc.py)
     tags = ("federated learning", "byzantine robustness", "aggregation", "classification")
 
+    # the test instances' seeds (client split, malicious clients, attack noise) are drawn per evaluator object from
+    # a secret (Evaluator.secret_seed): a rule that knows the published seeds 100-135 knows which clients lie
+    secret_sets = ("test",)
+
     def load_instances(self, instance_set: str) -> list[FLInstance]:
         if instance_set not in _SPECS:
             raise self.unknown_instance_set(instance_set, _SPECS)
-        return _instances(_SPECS[instance_set])
+        if not self.seeds_secret(instance_set):
+            return _instances(_SPECS[instance_set])
+        return [FLInstance(f"{a}/{int(round(100 * fr))}pct/secret{i}", a, fr, self.secret_seed(s, instance_set, i))
+                for i, (a, fr, s) in enumerate(_SPECS[instance_set])]
 
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: FLInstance) -> dict[str, Any]:
@@ -190,8 +198,10 @@ class FLAggregate(Evaluator):
 
 
 def make_refs() -> dict[str, dict[str, dict[str, float]]]:
-    """Every baseline's aggregate figures on every set, measured in-process the way the sandbox runs them."""
+    """Every baseline's aggregate figures on every set (the published seeds), measured in-process the way the
+    sandbox runs them."""
     ev = FLAggregate()
+    ev.public_seeds = True
     out: dict[str, dict[str, dict[str, float]]] = {}
     for name, fn in RULES.items():
         out[name] = {}

@@ -91,3 +91,22 @@ def test_seed_to_seed_noise_is_stored_and_smaller_than_the_paper_s_gap(ev):
     # baseline by more than the seed-to-seed noise of either
     assert noise["best_other"] == max((n for n in rules if n != noise["paper_rule"]), key=lambda n: rules[n]["mean"])
     assert noise["gap"] > noise["noise"]
+
+
+def test_the_test_set_is_drawn_from_a_secret_per_object():
+    # issue 28 item 5: a rule that knew the published test seeds (100-135) would know which clients lie
+    a, b = FLAggregate(), FLAggregate()
+    ta, tb = a.load_instances("test"), b.load_instances("test")
+    assert [i.name.rsplit("/", 1)[1] for i in ta] == [f"secret{k}" for k in range(len(ta))]
+    assert [i.attack for i in ta] == [i.attack for i in tb] and [i.seed for i in ta] != [i.seed for i in tb]
+    assert [i.seed for i in a.load_instances("test")] == [i.seed for i in ta]  # one draw per object
+    assert {i.seed for i in ta}.isdisjoint(range(100, 136))
+    public = FLAggregate()
+    public.public_seeds = True
+    assert [i.seed for i in public.load_instances("test")] == sorted({i.seed for i in public.load_instances("test")})
+    assert public.load_instances("test")[0].name.endswith("seed100")
+    assert [i.name for i in a.load_instances("train")] == [i.name for i in public.load_instances("train")]
+    # a secret instance runs: the honest mean of round 0 on a secret seed is a proper run
+    inst = ta[0]
+    score = run_instance(a, compiled(a.baselines["fedavg"]), inst)
+    assert 0.0 < score["test_acc"] <= 1.0
