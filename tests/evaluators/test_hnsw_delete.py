@@ -16,7 +16,20 @@ from evalkit import compile_entry, run_instance
 
 @pytest.fixture(scope="module")
 def ev():
-    return HNSWDelete()
+    ev = HNSWDelete()
+    ev.public_seeds = True  # the published test data the reference figures were measured on
+    return ev
+
+
+def test_the_test_set_is_drawn_from_a_secret_per_object():
+    # issue 28 item 5: the published test data (seed 11) would give away the held-out queries
+    a, b = HNSWDelete(), HNSWDelete()
+    ta, tb = a.load_instances("test"), b.load_instances("test")
+    assert [i.name for i in ta] == ["n1000_d24_del10_secret0", "n1000_d24_del50_secret1"]
+    assert not np.array_equal(ta[0].Q, tb[0].Q) and not np.array_equal(ta[0].X, ta[1].X)  # per object, per instance
+    assert a.load_instances("test")[0] is ta[0]
+    assert len(ta[1].order) == 500 and ta[0].X.shape == (1000, 24)
+    assert [i.name for i in a.load_instances("train")] == ["n800_d16_del30"]
 
 
 compiled = partial(compile_entry, entry="repair")
