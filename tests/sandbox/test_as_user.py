@@ -76,13 +76,19 @@ def as_user():
     # The user's own virtual environment (as an ordinary user would have one), made from an interpreter the user
     # can run, whose one .pth adds this checkout's site-packages (and with them the editable hifo): every process
     # the tests start with sys.executable, and the sandbox's child, import the same packages as root's suite.
+    # Made by hand (pyvenv.cfg beside bin/python, as `python -m venv --without-pip` makes it), so it needs no venv
+    # or ensurepip package for the system interpreter.
     venv = f"{home}/hifo-venv"
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    site_dir = f"{venv}/lib/python{version}/site-packages"
     pth = "".join(f"import site; site.addsitedir({d!r})\n" for d in sites)
-    make = (f"rm -rf {venv} && {python} -m venv --without-pip {venv} && "
-            f"printf %s {shlex.quote(pth)} > \"$({venv}/bin/python -c 'import site; print(site.getsitepackages()[0])')"
-            f"/hifo-checkout.pth\"")
-    subprocess.run(["runuser", "-u", USER, "--", *env, "/bin/sh", "-c", make], check=True, capture_output=True,
-                   env={"PATH": PATH}, timeout=120)
+    cfg = f"home = {os.path.dirname(python)}\ninclude-system-site-packages = false\nversion = {version}\n"
+    make = (f"rm -rf {venv} && mkdir -p {venv}/bin {site_dir} && ln -s {python} {venv}/bin/python && "
+            f"printf %s {shlex.quote(cfg)} > {venv}/pyvenv.cfg && printf %s {shlex.quote(pth)} > {site_dir}/hifo-checkout.pth "
+            f"&& {venv}/bin/python -c {shlex.quote(f'import sys, hifo.sandbox; assert sys.prefix == {venv!r}')}")
+    made = subprocess.run(["runuser", "-u", USER, "--", *env, "/bin/sh", "-c", make], capture_output=True, text=True,
+                          env={"PATH": PATH}, timeout=120)
+    assert made.returncode == 0, f"the user's environment could not be made: {made.stderr[-2000:]}"
 
     def run(code: str, *, wrap: list[str] = (), timeout: float = 600) -> subprocess.CompletedProcess:
         argv = ["runuser", "-u", USER, "--", *env, *wrap, f"{venv}/bin/python", "-c", "import sys\n" + code]
