@@ -150,7 +150,9 @@ class RunProgress:
             self.done += 1
             self.total = max(self.total, self.done)
             status = f"{d['objective']:.4g}" if d["feasible"] else f"[red]failed[/] ({escape(d['error'] or '')})"
-            self.print(f"  [{d['done']}/{d['total']}] {d['id']} {d['operator']:<8} {status}")
+            # the error-feedback repairs are evaluated as a round of their own: their count is labelled as such
+            count = f"{'repair ' if d['operator'] == 'repair' else ''}{d['done']}/{d['total']}"
+            self.print(f"  {escape(f'[{count}]')} {escape(str(d['id']))} {d['operator']:<8} {status}")
         elif kind == "select":
             self.best = d["best"]
             self.total = self.done  # the generation's evaluations are all in: none is pending any more

@@ -378,6 +378,27 @@ def test_recalled_principles_are_printed_whole_once(tmp_path):
     assert "recall again (text above): #p1" in text
 
 
+def test_repair_rounds_are_counted_as_such_and_general_principles_name_no_none():
+    import io
+
+    from rich.console import Console
+
+    from hifo.agents.progress import RunProgress
+
+    buf = io.StringIO()
+    con = Console(file=buf, force_terminal=False, width=400)
+    with RunProgress(con, generations=1, live=False) as prog:
+        prog.on_event("recall", {"principles": [{"id": "p9", "problem": None, "utility": 0.0, "text": "Keep it simple."}]})
+        for i, op in enumerate(("m1", "m2"), 1):
+            prog.on_event("evaluated", {"done": i, "total": 2, "id": f"g1-00{i}", "operator": op, "feasible": False,
+                                        "objective": None, "error": "ValueError: got shape ()"})
+        prog.on_event("evaluated", {"done": 1, "total": 1, "id": "g1-001x", "operator": "repair", "feasible": True,
+                                    "objective": 4.9554, "error": None})
+    text = buf.getvalue()
+    assert "(any problem, utility 0.0) Keep it simple." in text and "None" not in text
+    assert "[2/2] g1-002 m2" in text and "[repair 1/1] g1-001x repair" in text, text
+
+
 def test_the_live_bar_reads_the_spend_while_a_step_runs(tmp_path, monkeypatch):
     """Issue 31, item 9: the bar showed "0 calls, 0 tok" until the first step ended."""
     import io
