@@ -82,7 +82,7 @@ def as_user():
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     site_dir = f"{venv}/lib/python{version}/site-packages"
     pth = "".join(f"import site; site.addsitedir({d!r})\n" for d in sites)
-    cfg = f"home = {os.path.dirname(python)}\ninclude-system-site-packages = false\nversion = {version}\n"
+    cfg = f"home = {os.path.dirname(os.path.realpath(python))}\ninclude-system-site-packages = false\nversion = {version}\n"
     make = (f"rm -rf {venv} && mkdir -p {venv}/bin {site_dir} && ln -s {python} {venv}/bin/python && "
             f"printf %s {shlex.quote(cfg)} > {venv}/pyvenv.cfg && printf %s {shlex.quote(pth)} > {site_dir}/hifo-checkout.pth "
             f"&& {venv}/bin/python -c {shlex.quote(f'import sys, hifo.sandbox; assert sys.prefix == {venv!r}')}")
