@@ -270,6 +270,14 @@ class Evaluator(ABC):
         """Whether ``instance_set``'s seeds come from the secret key on this object."""
         return instance_set in self.secret_sets and not self.public_seeds
 
+    def drawn_once(self, instance_set: str, draw: Callable[[], Iterable[Any]]) -> list[Any]:
+        """The instances of a secret set, made by ``draw`` once per object (drawing may be slow): every
+        candidate this object scores meets the same draw."""
+        cache = self.__dict__.setdefault("_secret_instances", {})
+        if instance_set not in cache:
+            cache[instance_set] = tuple(draw())
+        return list(cache[instance_set])
+
     @classmethod
     def unknown_instance_set(cls, instance_set: str, known: Iterable[str] | None = None) -> KeyError:
         """The error :meth:`load_instances` raises for a set it does not have (``known``: default

@@ -28,7 +28,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -253,17 +253,15 @@ class HNSWDelete(Evaluator):
     def load_instances(self, instance_set: str) -> list[HNSWDeleteInstance]:
         if not self.seeds_secret(instance_set):
             return list(_load(instance_set))
-        drawn = self.__dict__.setdefault("_secret_instances", {})
-        if instance_set not in drawn:  # one draw per object (about 1 s of index building per instance)
-            out = []
+
+        def draw() -> Iterator[HNSWDeleteInstance]:  # about 1 s of index building per instance
             for i, (name, n, dim, M, efc, frac, public) in enumerate(_SPECS[instance_set]):
                 seed = self.secret_seed(public, instance_set, i)
                 X, Q = data_and_queries(n, dim, seed)
                 base = build(X, M=M, ef_construction=efc, seed=seed)
-                out.append(HNSWDeleteInstance(f"{name}_secret{i}", X, Q, base,
-                                              tuple(deletion_order(n, frac, seed + 7)), seed))
-            drawn[instance_set] = tuple(out)
-        return list(drawn[instance_set])
+                yield HNSWDeleteInstance(f"{name}_secret{i}", X, Q, base, tuple(deletion_order(n, frac, seed + 7)), seed)
+
+        return self.drawn_once(instance_set, draw)
 
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: HNSWDeleteInstance) -> dict[str, Any]:

@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -175,14 +175,13 @@ class LpIRLS(Evaluator):
     def load_instances(self, instance_set: str) -> list[LpInstance]:
         if not self.seeds_secret(instance_set):
             return list(_load(instance_set))
-        drawn = self.__dict__.setdefault("_secret_instances", {})
-        if instance_set not in drawn:  # the same draw for every candidate this object scores
-            out = []
+
+        def draw() -> Iterator[LpInstance]:
             for i, (d, n, p, public) in enumerate(_SPECS[instance_set]):
                 A, b = random_instance(d, n, self.secret_seed(public, instance_set, i))
-                out.append(LpInstance(f"d{d}_n{n}_p{p:g}_secret{i}", A, b, p, float(_optimum(A, b, p))))
-            drawn[instance_set] = tuple(out)
-        return list(drawn[instance_set])
+                yield LpInstance(f"d{d}_n{n}_p{p:g}_secret{i}", A, b, p, float(_optimum(A, b, p)))
+
+        return self.drawn_once(instance_set, draw)
 
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: LpInstance) -> dict[str, Any]:
