@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 from rich.console import Console
@@ -268,36 +268,13 @@ def runs(root: Optional[Path] = typer.Option(None, "--root", help="only the runs
                                              "$HIFO_RUNS or ./runs, and every run made elsewhere with --run-dir]"),
          as_json: bool = typer.Option(False, "--json")) -> None:
     """List runs with their status (running, finished, interrupted, failed, diverged) and spend."""
-    from hifo.agents.report import list_runs
+    from hifo.agents.report import list_runs, print_runs
 
     rows = list_runs(root)
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    from rich.table import Table
-    from rich.text import Text
-
-    def numbers(r: dict[str, Any]) -> list[str]:
-        return [str(r["evaluations"]), "" if r["best"] is None else f"{r['best']:.6g}",
-                f"{r.get('cost_usd', 0.0):.4f}", f"{r.get('tokens', 0):,}"]
-
-    # paths, model names and statuses verbatim (a "[" in a folder name is not markup); below 100 columns one
-    # stanza per run (its path on a line of its own) instead of a table that would break every cell
-    if console.width < 100:
-        for r in rows:
-            evals, best, cost, tokens = numbers(r)
-            console.print(Text(r["run"], style="bold"))
-            console.print(Text(f"  {r['problem'] or '-'} · {r['model'] or '-'} · {r['status']} · {evals} evaluations"
-                               f" · best {best or '-'} · ${cost} · {tokens} tokens"))
-        return
-    t = Table(title=None)
-    for name, ratio in (("run", 3), ("problem", 2), ("model", 2), ("status", 2)):
-        t.add_column(name, overflow="fold", ratio=ratio)
-    for name in ("evals", "best", "cost $", "tokens"):
-        t.add_column(name, justify="right", no_wrap=True)
-    for r in rows:
-        t.add_row(*(Text(str(r[k] or "")) for k in ("run", "problem", "model", "status")), *numbers(r))
-    console.print(t)
+    print_runs(rows, console)
 
 
 @app.command()

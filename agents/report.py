@@ -62,6 +62,33 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
     return rows
 
 
+def print_runs(rows: list[dict[str, Any]], console: Any) -> None:
+    """`hifo runs`: paths, model names and statuses verbatim (a "[" in a folder name is not markup); below 100
+    columns one stanza per run (its path on a line of its own) instead of a table that would break every cell."""
+    from rich.table import Table
+    from rich.text import Text
+
+    def numbers(r: dict[str, Any]) -> list[str]:
+        return [str(r["evaluations"]), "" if r["best"] is None else f"{r['best']:.6g}",
+                f"{r.get('cost_usd', 0.0):.4f}", f"{r.get('tokens', 0):,}"]
+
+    if console.width < 100:
+        for r in rows:
+            evals, best, cost, tokens = numbers(r)
+            console.print(Text(r["run"], style="bold"))
+            console.print(Text(f"  {r['problem'] or '-'} · {r['model'] or '-'} · {r['status']} · {evals} evaluations"
+                               f" · best {best or '-'} · ${cost} · {tokens} tokens"))
+        return
+    t = Table(title=None)
+    for name, ratio in (("run", 3), ("problem", 2), ("model", 2), ("status", 2)):
+        t.add_column(name, overflow="fold", ratio=ratio)
+    for name in ("evals", "best", "cost $", "tokens"):
+        t.add_column(name, justify="right", no_wrap=True)
+    for r in rows:
+        t.add_row(*(Text(str(r[k] or "")) for k in ("run", "problem", "model", "status")), *numbers(r))
+    console.print(t)
+
+
 def show_run(run: Path, top: int = 5, prompts: bool = False, as_json: bool = False, console: Any = None) -> None:
     from hifo.agents.call_stats import per_generation
     from hifo.agents.rundb import RunStore
