@@ -221,7 +221,8 @@ def moved_slots() -> dict[str, tuple[Any, int, int]]:
 
 
 def proxy_call_us(calls: int) -> dict[str, float]:
-    """Median over 5 rounds of the wall time of one ``priority(item, bins)`` call through a slot proxy, and the
+    """Median over 5 rounds of the wall time of one ``priority(item, bins)`` call through a slot proxy (with the
+    compact codec of ``sandbox/_slotcodec.py``, and ``_pickle_only`` with everything pickled as before it), and the
     same call in-process, for ``bins`` of 100 and 1,000 floats (outside the sandbox: the channel alone)."""
     import statistics
 
@@ -229,24 +230,33 @@ def proxy_call_us(calls: int) -> dict[str, float]:
 
     from hifo.sandbox import _fence, _slotproc
 
+    from hifo.sandbox import _slotcodec
+
     code = "import numpy as np\n\n\ndef priority(item, bins):\n    return -(bins - item)\n"
     fence = {"imports": list(_fence.DEFAULT_SLOT_IMPORTS), "process": True}
-    proxy = _slotproc.fork({"code": code, "entry": "priority", "fence": fence}, (), {"memory_mb": 2048}).ready()
     local = _fence.load(code, "priority", _fence.DEFAULT_SLOT_IMPORTS)
     out = {}
-    try:
-        for size in (100, 1000):
-            bins = np.random.default_rng(0).random(size)
-            for label, fn in (("slot_process", proxy), ("in_process", local)):
-                rounds = []
-                for _ in range(5):
-                    started = time.perf_counter()
-                    for _ in range(calls // 5):
-                        fn(0.3, bins)
-                    rounds.append((time.perf_counter() - started) / (calls // 5))
-                out[f"{label}_bins{size}"] = 1e6 * statistics.median(rounds)
-    finally:
-        proxy.close()
+    codec = _slotcodec.encode
+    for mode in ("", "_pickle_only"):  # with the compact codec, then without it (the server forks after the swap)
+        if mode:
+            _slotcodec.encode = lambda value: None  # type: ignore[assignment]
+        proxy = _slotproc.fork({"code": code, "entry": "priority", "fence": fence}, (), {"memory_mb": 2048}).ready()
+        try:
+            for size in (100, 1000):
+                bins = np.random.default_rng(0).random(size)
+                for label, fn in (("slot_process", proxy), ("in_process", local)):
+                    if label == "in_process" and mode:
+                        continue
+                    rounds = []
+                    for _ in range(5):
+                        started = time.perf_counter()
+                        for _ in range(calls // 5):
+                            fn(0.3, bins)
+                        rounds.append((time.perf_counter() - started) / (calls // 5))
+                    out[f"{label}{mode}_bins{size}"] = 1e6 * statistics.median(rounds)
+        finally:
+            proxy.close()
+            _slotcodec.encode = codec
     return out
 
 

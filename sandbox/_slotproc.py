@@ -24,7 +24,9 @@ zygote ``N`` (start a server); server -> algorithm ``R`` + its pid once loaded, 
 algorithm ``X`` + how a server ended. Calls go through :class:`_Channel` (shared memory, eventfd
 wake-ups; a frame over :data:`CHANNEL_BYTES` is announced there and follows on the socket): algorithm ->
 server ``C`` + pickle of ``(args, kwargs)`` (trusted data), ``A`` (the same, and the arguments come back
-too), ``E`` (leave); server -> algorithm ``R`` + a pickle read by :class:`_Restricted` (plain containers,
+too), ``c``/``a`` (the same in the compact encoding of :mod:`hifo.sandbox._slotcodec`, used whenever it carries
+the values: ~10 us less per call than pickling both ways), ``E`` (leave); server -> algorithm ``r`` + the compact
+encoding of the return value, or ``R`` + a pickle read by :class:`_Restricted` (plain containers,
 numbers, strings and numpy arrays/scalars; no other class is ever looked up, so no code of the candidate
 runs in the algorithm's process), or ``F`` + JSON ``{"status", "reason"}`` for a failure (exception,
 fence violation, unencodable value). If a server dies during a call, its pidfd wakes the algorithm, which
@@ -54,7 +56,7 @@ import socket
 import time
 from typing import Any
 
-from . import _execute, _seccomp
+from . import _execute, _seccomp, _slotcodec
 from ._slotchannel import _ANSWER, _REQUEST, CHANNEL_BYTES, _Channel, _recv, _send  # noqa: F401 (CHANNEL_BYTES: tests)
 
 PR_SET_PDEATHSIG = 1
@@ -187,16 +189,21 @@ def _serve(sock: socket.socket, channel: _Channel, code: str, entry: str, fence:
             kind, body = channel.read(_REQUEST, sock)
         except (OSError, EOFError):
             os._exit(0)
-        if kind not in (b"C", b"A"):
+        if kind not in (b"C", b"A", b"c", b"a"):
             os._exit(0)  # "E": the instance is over
-        args, kwargs = pickle.loads(body)  # from the algorithm process (trusted)
+        # from the algorithm process (trusted): the compact encoding, or a pickle of what it does not carry
+        args, kwargs = _slotcodec.decode(body) if kind in (b"c", b"a") else pickle.loads(body)
         try:
             value = function(*args, **kwargs)
-            if kind == b"A":  # the arguments as the call left them go back too (state the slot keeps in them)
+            if kind in (b"A", b"a"):  # the arguments as the call left them go back too (state the slot keeps)
                 value = (value, args, kwargs)
             violation = _fence.take_violation()
             if violation:
                 answer(b"F", _failure("error", violation))
+                continue
+            data = _slotcodec.encode(value)  # exact built-in and numpy types only: runs no candidate method
+            if data is not None:
+                answer(b"r", data)
                 continue
             _fence._enter()  # pickling may run the candidate's own methods: inside the audit window
             try:
@@ -280,8 +287,12 @@ class SlotProxy:
         self.ready()
         started = time.perf_counter()
         try:
-            self.channel.send(_REQUEST, kind, pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL),
-                              self.channel.to_slot, self.sock)
+            body = _slotcodec.encode((args, kwargs))
+            if body is None:
+                body = pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+            else:
+                kind = kind.lower()
+            self.channel.send(_REQUEST, kind, body, self.channel.to_slot, self.sock)
             if self.channel.wait(_ANSWER, self.channel.to_algorithm, self._poll):
                 # the server died without answering (its pidfd): the zygote says how
                 self._drop_server()
@@ -332,6 +343,11 @@ class SlotProxy:
         if kind == b"X":
             self.server_pid = None
             raise _execute.JobFailure("crashed", f"the slot process died ({body.decode('utf-8', 'replace')})")
+        if kind == b"r":
+            try:
+                return _slotcodec.decode(body)
+            except ValueError as exc:
+                raise _execute.JobFailure("invalid", f"slot answer refused: {exc}") from None
         if kind == b"F":
             failure = json.loads(body.decode("utf-8", "replace"))
             raise _execute.JobFailure(str(failure.get("status") or "error"), str(failure.get("reason") or "?"))

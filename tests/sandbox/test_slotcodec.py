@@ -1,0 +1,114 @@
+"""hifo.sandbox._slotcodec: the slot channel's compact encoding gives exactly what pickle gives, hands anything
+else to pickle, and refuses forged bytes with ValueError only (issue 28: the per-call cost)."""
+
+from __future__ import annotations
+
+import pickle
+import random
+
+import numpy as np
+import pytest
+
+from hifo.sandbox import _fence, _slotcodec, _slotproc
+
+VALUES = [
+    0.3, -0.0, float("inf"), 7, -(1 << 63), True, False, None, "bins", "",
+    np.arange(5.0), np.zeros((2, 3), dtype=np.float32), np.array(4.5), np.array([], dtype=np.int64),
+    np.array([True, False]), np.arange(6, dtype=np.uint8).reshape(3, 2), np.array([1 + 2j]),
+    ((0.3, np.arange(3.0)), {}), [1, [2.5, (None, "x")]], {"memory": {"step": 3, "m": np.ones(2)}},
+]
+
+
+def same(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes() and b.flags.writeable
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, float):
+        return pickle.dumps(a) == pickle.dumps(b)  # -0.0 and inf keep their bits
+    return a == b
+
+
+@pytest.mark.parametrize("value", VALUES, ids=lambda v: type(v).__name__)
+def test_values_round_trip_as_pickle_would_give_them(value):
+    data = _slotcodec.encode(value)
+    assert data is not None
+    assert same(pickle.loads(pickle.dumps(value)), _slotcodec.decode(data))
+
+
+class Float(float):
+    def __reduce__(self):  # a candidate's method: the codec must never run it
+        raise AssertionError("ran")
+
+
+@pytest.mark.parametrize("value", [
+    np.float64(2.5), Float(1.0), [Float(1.0)], 1 << 70, {1: 2.0}, np.arange(6.0).reshape(2, 3).T,
+    np.array(["a"]), np.array([1.0], dtype=">f8"), {1, 2}, b"bytes", 2j,
+], ids=lambda v: type(v).__name__)
+def test_anything_else_is_left_to_pickle(value):
+    assert _slotcodec.encode(value) is None
+
+
+def test_an_object_met_twice_is_left_to_pickle_which_keeps_it_one_object():
+    shared = np.zeros(3)
+    assert _slotcodec.encode((shared, shared)) is None
+    assert _slotcodec.encode((np.zeros(3), np.zeros(3))) is not None
+    inner = [1.0]
+    assert _slotcodec.encode({"a": inner, "b": inner}) is None
+
+
+def test_forged_or_truncated_frames_raise_value_error_only():
+    rng = random.Random(0)
+    frames = [_slotcodec.encode(v) for v in VALUES]
+    for frame in frames:
+        for cut in range(len(frame)):
+            with pytest.raises(ValueError):
+                _slotcodec.decode(frame[:cut])
+        with pytest.raises(ValueError):
+            _slotcodec.decode(frame + b"\x00")
+    for _ in range(3000):  # random bytes and bit-flipped frames: a value or ValueError, nothing else
+        frame = bytearray(rng.choice(frames))
+        if rng.random() < 0.5:
+            frame = bytearray(rng.randbytes(rng.randrange(1, 64)))
+        else:
+            for _ in range(rng.randrange(1, 4)):
+                frame[rng.randrange(len(frame))] = rng.randrange(256)
+        try:
+            _slotcodec.decode(bytes(frame))
+        except ValueError:
+            pass
+
+
+def test_a_forged_array_header_cannot_ask_for_a_huge_allocation():
+    header = b"a" + bytes((0, 2)) + np.array([1 << 40, 1 << 40], dtype="<i8").tobytes()
+    with pytest.raises(ValueError, match="array data"):
+        _slotcodec.decode(header + b"\x00" * 16)
+
+
+def test_through_the_slot_process_the_answers_are_those_of_pickle():
+    code = ("import numpy as np\n"
+            "class F(float):\n    pass\n"
+            "def f(kind, x):\n"
+            "    x[0] = -1.0\n"
+            "    if kind == 'sub':\n        return F(2.0)\n"
+            "    if kind == 'scalar':\n        return np.float64(x.sum())\n"
+            "    if kind == 'fortran':\n        return np.asfortranarray(np.ones((2, 2)))\n"
+            "    return [x, {'n': len(x)}, kind]\n")
+    fence = {"imports": list(_fence.DEFAULT_SLOT_IMPORTS), "process": True}
+    proxy = _slotproc.fork({"code": code, "entry": "f", "fence": fence}, (), {"memory_mb": 2048}).ready()
+    try:
+        arg = np.arange(3.0)
+        plain = proxy("plain", arg)
+        assert same(plain, [np.array([-1.0, 1.0, 2.0]), {"n": 3}, "plain"]) and arg[0] == 0.0
+        scalar = proxy("scalar", arg)
+        assert type(scalar) is np.float64 and scalar == 2.0  # pickled: numpy scalars keep their type
+        fortran = proxy("fortran", arg)
+        assert fortran.flags.f_contiguous and fortran.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+        with pytest.raises(_slotproc._execute.JobFailure, match="plain data"):  # a candidate's class stays refused
+            proxy("sub", arg)
+    finally:
+        proxy.close()
