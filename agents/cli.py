@@ -193,7 +193,16 @@ def _print_summary(path: Path, summary: dict) -> None:
         if best.get("test", {}).get("skipped"):
             console.print(f"test set '{best['test']['set']}' not evaluated: {best['test']['skipped']}")
         elif best.get("test"):
-            console.print(f"best on test set '{best['test']['set']}': {best['test']['objective']}")
+            test = best["test"]
+            note = ""
+            if test.get("secret"):  # drawn for this run: no published figure to compare with, so its own baseline
+                base = test.get("baseline") or {}
+                measured = (f"; {base['name']} on the same draw: {base['objective']:.6g}" if base.get("objective") is not None
+                            else f"; {base['name']} not scored on it: {base.get('skipped') or base.get('error')}"
+                            if base else "")
+                note = f" (a secret draw for this run{measured})"
+            value = f"{test['objective']:.6g}" if isinstance(test.get("objective"), (int, float)) else test.get("objective")
+            console.print(f"best on test set '{test['set']}': {value}{note}", markup=False)
         if best.get("rescore") and not best["rescore"].get("agrees"):
             r = best["rescore"]
             from rich.markup import escape

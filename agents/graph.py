@@ -11,6 +11,7 @@ node; candidates and scores go to ``RUN_DIR/run.sqlite`` as soon as they exist.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import time
@@ -67,7 +68,8 @@ def _report_node(nodes: SearchNodes) -> Callable[[RunState], RunState]:
                 summary["best"]["test"] = {"set": tested["set"], "skipped": tested["skipped"]}
             elif tested:
                 summary["best"]["test"] = {"set": tested["set"], "objective": tested["score"]["objective"],
-                                           "metrics": tested["score"]["metrics"], "error": tested["score"]["error"]}
+                                           "metrics": tested["score"]["metrics"], "error": tested["score"]["error"],
+                                           **{k: tested[k] for k in ("secret", "baseline") if k in tested}}
         summary["principles_added"] = sum(len(store.marker(f"distilled:{g}") or [])
                                           for g in range(state.get("generation", 0) + 1))
         rt.kb.decay(0.98)
@@ -143,8 +145,37 @@ def _test_best(nodes: SearchNodes, best: Any, test_set: str) -> None:
         rt.emit("test", set=test_set, feasible=False, objective=None, error=f"skipped: {skipped}")
         return
     s = fut.result()
-    rt.store.mark("tested", {"set": test_set, "score": s.to_dict()})
+    record: dict[str, Any] = {"set": test_set, "score": s.to_dict()}
+    if rt.evaluator.seeds_secret(test_set):
+        record["secret"] = True
+        if best.operator != "baseline":  # a secret draw has no published figure: the best baseline on the same one
+            record["baseline"] = _test_baseline(nodes, test_set)
+    rt.store.mark("tested", record)
     rt.emit("test", set=test_set, feasible=s.feasible, objective=s.objective, error=s.error)
+
+
+def _test_baseline(nodes: SearchNodes, test_set: str) -> dict[str, Any]:
+    """The best baseline (on the train set) scored on ``test_set`` within what is left of the wall budget:
+    ``{"name", "objective"}``, or ``{"name", "skipped"}``."""
+    from concurrent.futures import wait
+
+    from hifo.agents.evaluation import CandidateEvaluator
+
+    rt = nodes.rt
+    base = [c for c in rt.store.candidates(operator="baseline", status="evaluated") if c.ok]
+    if not base:
+        return {"name": None, "skipped": "no baseline was scored"}
+    top = max(base, key=lambda c: c.fitness if c.fitness is not None else -math.inf)
+    left = nodes.wall_left_total()
+    if left is not None and left <= 0:
+        return {"name": top.thought, "skipped": f"{nodes._wall_reason()} before it"}
+    tester = CandidateEvaluator(rt.evaluator, test_set, rt.scorer.executor)
+    fut = tester.submit(top.code, f"{top.id}-test")
+    if not wait([fut], timeout=left).done:
+        tester.cancel(fut, nodes._wall_reason())
+        return {"name": top.thought, "skipped": f"{nodes._wall_reason()} during it"}
+    s = fut.result()
+    return {"name": top.thought, "objective": s.objective if s.feasible else None, "error": s.error}
 
 
 def build_graph(nodes: SearchNodes):
@@ -171,7 +202,7 @@ def build_graph(nodes: SearchNodes):
 def _open_runtime(run_dir: Path, cfg: RunConfig, client: Any | None, executor: Any | None,
                   on_event: Callable[[str, dict], None] | None, resume: bool = False) -> tuple[Runtime, Any]:
     from hifo.agents.evaluation import CandidateEvaluator
-    from hifo.agents.run_kb import open_run_kb
+    from hifo.agents.run_kb import bind_secret_key, open_run_kb
     from hifo.evaluators.registry import get_evaluator
 
     evaluator = get_evaluator(cfg.problem)
@@ -190,6 +221,7 @@ def _open_runtime(run_dir: Path, cfg: RunConfig, client: Any | None, executor: A
                              record_path=cfg.record, max_calls=cfg.max_calls, max_cost_usd=cfg.max_cost,
                              seed=cfg.seed)
     store = RunStore(run_dir / "run.sqlite")
+    bind_secret_key(evaluator, client, store)  # before the knowledge base: a recording's snapshot carries it
     kb = open_run_kb(cfg, client, run_dir, store, resume)
     rt = Runtime(run_id=run_dir.name, run_dir=run_dir, config=cfg, evaluator=evaluator, client=client, kb=kb,
                  store=store, scorer=CandidateEvaluator(evaluator, train, executor),

@@ -17,12 +17,20 @@ store the recording itself has changed. So:
 
 Limit: a recording is exact only if no other run writes the same shared store while it runs (the snapshot
 is taken once, at the start).
+
+The same goes for an evaluator's **secret instance sets** (``Evaluator.secret_sets``, issue 28): their draws
+come from a key, and a run that drew a new key when resumed would score its later candidates on other
+instances than its earlier ones (a replay would select other parents and leave its cassette). So the key is
+the run's own (:func:`bind_secret_key`): drawn once, kept in the run store (``secret_key`` meta entry; the
+run folder is never visible inside the sandbox), reused on resume, and written with a recording's snapshot
+so its replay meets the same draws.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import secrets
 import tempfile
 import time
 from pathlib import Path
@@ -76,7 +84,7 @@ def open_run_kb(cfg: RunConfig, client: Any, run_dir: Path, store: RunStore, res
                 fresh.import_json(doc_path)
             if recorder is not None:  # re-recording a replay: the new cassette starts from the same store
                 recorder.write_kb_snapshot({**{k: snap[k] for k in ("clock", "kb_path", "export") if k in snap},
-                                            "temperature": cfg.temperature})
+                                            "temperature": cfg.temperature, **_key_entry(store)})
         store.set_meta("kb", {"path": str(private), "source": f"snapshot in {replay.path}",
                               "principles": len(snap["export"].get("principles", [])), "clock": snap["clock"]})
         return KnowledgeBase(private, clock=_frozen(float(snap["clock"])))
@@ -95,9 +103,32 @@ def open_run_kb(cfg: RunConfig, client: Any, run_dir: Path, store: RunStore, res
         export = export_document(kb)
         # the run's sampling temperature goes with it: `--model replay:FILE` takes it from here
         recorder.write_kb_snapshot({"clock": clock, "kb_path": str(shared), "export": export,
-                                    "temperature": cfg.temperature})
+                                    "temperature": cfg.temperature, **_key_entry(store)})
         store.set_meta("kb", {"path": str(shared), "source": "live, snapshot recorded in the cassette",
                               "principles": len(export.get("principles", [])), "clock": clock})
         return kb
     store.set_meta("kb", {"path": str(shared), "source": "live"})
     return KnowledgeBase(shared)
+
+
+def bind_secret_key(evaluator: Any, client: Any, store: RunStore) -> None:
+    """Give ``evaluator`` the run's own key for its secret instance sets (see the module docstring): the one in
+    the run store (a resumed run), else the one a replayed cassette was recorded with, else a new one; kept in
+    the store. Call before :func:`open_run_kb`, which writes it into a recording's snapshot. No-op for an
+    evaluator without secret sets."""
+    from hifo.agents.llm.replay import ReplayClient
+
+    if not getattr(evaluator, "secret_sets", ()):
+        return
+    key = store.get_meta("secret_key")
+    if key is None:
+        replay = find_in_chain(client, ReplayClient)
+        snap = replay.kb_snapshot if replay is not None else None
+        key = (snap or {}).get("secret_key") or secrets.token_hex(32)
+        store.set_meta("secret_key", key)
+    evaluator.use_secret_key(bytes.fromhex(key))
+
+
+def _key_entry(store: RunStore) -> dict[str, str]:
+    key = store.get_meta("secret_key")
+    return {"secret_key": key} if key else {}

@@ -171,10 +171,15 @@ def load_view(run_dir: str | Path, *, prompts: bool = True) -> dict[str, Any]:
         if test is None and tested:
             score = tested.get("score") or {}
             test = {"set": tested.get("set"), "skipped": tested.get("skipped"), "objective": score.get("objective"),
-                    "error": score.get("error")}
+                    "error": score.get("error"), "secret": tested.get("secret"), "baseline": tested.get("baseline")}
         if test:
-            best_view["test"] = {"set": test.get("set"), "objective": _num(test.get("objective")),
-                                 "note": test.get("skipped") or test.get("error") or ""}
+            note = test.get("skipped") or test.get("error") or ""
+            if test.get("secret"):  # a draw of this run's own: the best baseline on the same draw is the comparison
+                base = test.get("baseline") or {}
+                note = "; ".join(x for x in (note, "secret draw for this run") if x)
+                if base.get("objective") is not None:
+                    note += f"; {base.get('name')} on the same draw: {base['objective']:.6g}"
+            best_view["test"] = {"set": test.get("set"), "objective": _num(test.get("objective")), "note": note}
     baselines = [{"name": c.thought or c.id, "id": c.id, "objective": _num(c.objective)}
                  for c in cands if c.operator == "baseline" and c.ok]
     texts: dict[str, str] = {}

@@ -131,8 +131,10 @@ def best_vs_baseline(run_dir: Path, problem: str, executor: Any = None) -> dict[
             from hifo.agents.evaluation import CandidateEvaluator
             from hifo.evaluators import get_evaluator
 
-            ev = get_evaluator(problem)
-            tester = CandidateEvaluator(ev, ev.default_test_set, executor)
+            from benchmarks.discovery import PUBLISHED_TEST
+
+            ev = get_evaluator(problem)  # the published test set, as the committed rows (bpp_online: Weibull 5k)
+            tester = CandidateEvaluator(ev, PUBLISHED_TEST.get(problem, ev.default_test_set), executor)
             for key, c in (("best_test", made), ("baseline_test", base)):
                 s = tester.evaluate(c.code) if c is not None else None
                 out[key] = round(s.objective, 4) if s is not None and s.feasible else None

@@ -266,6 +266,15 @@ class Evaluator(ABC):
         digest = hashlib.blake2b(repr((self.name, *label)).encode(), key=key, digest_size=8).digest()
         return int.from_bytes(digest, "little") >> 1
 
+    def use_secret_key(self, key: bytes) -> None:
+        """Draw this object's secret sets from ``key`` (32 bytes) instead of a key of its own: a run keeps its key
+        in its run store, so a resumed or replayed run meets the same instances (agents/run_kb.py). Forgets the
+        instances drawn so far."""
+        if not isinstance(key, bytes) or len(key) != 32:
+            raise ValueError("a secret key is 32 bytes")
+        self.__dict__["_secret_key"] = key
+        self.__dict__.pop("_secret_instances", None)
+
     def seeds_secret(self, instance_set: str) -> bool:
         """Whether ``instance_set``'s seeds come from the secret key on this object."""
         return instance_set in self.secret_sets and not self.public_seeds

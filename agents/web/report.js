@@ -46,8 +46,9 @@
       ["evaluations", d.evaluations], ["model calls", d.model_calls]];
     t.appendChild(row([el("th", "best " + d.metric + " (train" + (b && b.train_set && b.train_set !== "train" ? " set: " + b.train_set : "") + ")"),
       cell(b ? fmt(b.train) : "no feasible candidate yet", "best-value")]));
-    var test = b && b.test ? (b.test.objective !== null ? fmt(b.test.objective) : "not scored: " + b.test.note) +
-      " (" + b.test.set + ")" : (b ? "not scored yet (the run scores its best on the test set at the end)" : "");
+    var test = b && b.test ? (b.test.objective !== null ? fmt(b.test.objective) + (b.test.note ? " — " + b.test.note : "")
+      : "not scored: " + b.test.note) + " (" + b.test.set + ")"
+      : (b ? "not scored yet (the run scores its best on the test set at the end)" : "");
     t.appendChild(row([el("th", "best on held-out test set"), cell(test, "test-value")]));
     if (b) t.appendChild(row([el("th", "best candidate"), cell(b.id + ", generation " + b.generation + ", " + b.operator)]));
     d.baselines.forEach(function (x) { t.appendChild(row([el("th", "baseline " + x.name), cell(fmt(x.objective))])); });
