@@ -14,6 +14,7 @@ import json
 import math
 import os
 import sqlite3
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -241,9 +242,28 @@ def _thread_id(conn: sqlite3.Connection, default: str) -> str:
     return default if default in ids or len(ids) != 1 else ids[0]
 
 
+def _draw_secret_test_ahead(rt: Runtime) -> None:
+    """A secret test set is drawn when first loaded, which can take a while (tsp_construct: an LKH-3 reference per
+    instance, ~12 s): draw it in a thread while the search runs, so the final test evaluation does not wait for it
+    (nor outrun ``--max-wall``). A failure here is left to the real load at the end, which reports it."""
+    test_set = rt.config.test_set or rt.evaluator.default_test_set
+    if not test_set or test_set == rt.scorer.instance_set or not rt.evaluator.seeds_secret(test_set) \
+            or rt.store.marker("tested"):
+        return
+
+    def draw() -> None:
+        try:
+            rt.evaluator.load_instances(test_set)
+        except Exception:  # noqa: BLE001  (reported by the final load)
+            pass
+
+    threading.Thread(target=draw, name="hifo-secret-test-draw", daemon=True).start()
+
+
 def _invoke(rt: Runtime, resume: bool, reopen: bool = False) -> dict[str, Any]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
+    _draw_secret_test_ahead(rt)
     nodes = SearchNodes(rt)
     conn = sqlite3.connect(rt.run_dir / "checkpoints.sqlite", check_same_thread=False)
     try:

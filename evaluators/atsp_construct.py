@@ -112,7 +112,8 @@ class ATSPConstruct(TSPConstruct):
     direction = "minimize"
     primary_metric = "gap_percent"
     template = _TEMPLATE
-    instance_sets = ("train", "test", "tsplib")
+    instance_sets: tuple[str, ...] = ("train", "test", "tsplib")
+    secret_sets: tuple[str, ...] = ()  # its test set is published (docs/sandbox.md), unlike tsp_construct's
     default_train_set = "train"
     default_test_set = "test"
     baselines = {"nearest_neighbour": _TEMPLATE.baseline_source()}

@@ -24,12 +24,16 @@ from __future__ import annotations
 import hashlib
 import math
 import secrets
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal
 
 Direction = Literal["minimize", "maximize"]
 
+
+# one lock for every object's secret draws (rare, and an object with a lock in it could not be pickled)
+_DRAW_LOCK = threading.RLock()
 
 class InfeasibleSolution(ValueError):
     """Raised by :meth:`Evaluator.score` when a returned solution violates the problem."""
@@ -272,8 +276,9 @@ class Evaluator(ABC):
         instances drawn so far."""
         if not isinstance(key, bytes) or len(key) != 32:
             raise ValueError("a secret key is 32 bytes")
-        self.__dict__["_secret_key"] = key
-        self.__dict__.pop("_secret_instances", None)
+        with _DRAW_LOCK:
+            self.__dict__["_secret_key"] = key
+            self.__dict__.pop("_secret_instances", None)
 
     def seeds_secret(self, instance_set: str) -> bool:
         """Whether ``instance_set``'s seeds come from the secret key on this object."""
@@ -282,10 +287,11 @@ class Evaluator(ABC):
     def drawn_once(self, instance_set: str, draw: Callable[[], Iterable[Any]]) -> list[Any]:
         """The instances of a secret set, made by ``draw`` once per object (drawing may be slow): every
         candidate this object scores meets the same draw."""
-        cache = self.__dict__.setdefault("_secret_instances", {})
-        if instance_set not in cache:
-            cache[instance_set] = tuple(draw())
-        return list(cache[instance_set])
+        with _DRAW_LOCK:  # a run may draw ahead in a thread (agents/graph.py): the end waits for that draw
+            cache = self.__dict__.setdefault("_secret_instances", {})
+            if instance_set not in cache:
+                cache[instance_set] = tuple(draw())
+            return list(cache[instance_set])
 
     @classmethod
     def unknown_instance_set(cls, instance_set: str, known: Iterable[str] | None = None) -> KeyError:

@@ -45,9 +45,9 @@ def test_eoh_tsp_and_transfer_arms_with_test_curves_and_plot(tmp_path, make_fake
     assert set(rows) == {("bpp_online", "full"), ("bpp_online", "eoh"), ("tsp_construct", "full"),
                          ("tsp_construct", "eoh"), ("tsp_construct", "transfer")}
     for r in rows.values():  # the test-set curve: one point per call, scored on the test set
-        # bin packing on FunSearch's published set (its `test` is a secret draw per run), TSP on its test set
+        # the published test sets (each problem's `test` is a secret draw per run)
         assert r["test_set"] == discovery.PUBLISHED_TEST.get(r["problem"], "test") == {
-            "bpp_online": "weibull_5k", "tsp_construct": "test"}[r["problem"]]
+            "bpp_online": "weibull_5k", "tsp_construct": "test_published"}[r["problem"]]
         assert len(r["test_curve"]) == r["model_calls"]
         assert [x for x, _ in r["test_curve"]] == [x for x, _ in r["curve"]]
         assert r["test_curve"][0][1] is not None

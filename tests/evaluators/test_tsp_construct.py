@@ -18,7 +18,9 @@ from evalkit import compile_entry, run_set
 
 @pytest.fixture(scope="module")
 def ev():
-    return TSPConstruct()
+    ev = TSPConstruct()
+    ev.public_seeds = True  # "test" is the published set the reference figures were measured on
+    return ev
 
 
 compiled = partial(compile_entry, entry="select_next_node")
@@ -45,6 +47,18 @@ def test_instance_sets(ev):
     with pytest.raises(KeyError, match="known"):
         ev.load_instances("nope")
     assert pickle.loads(pickle.dumps(train[0])).name == train[0].name
+
+
+def test_the_test_set_is_a_secret_draw_with_lkh_references_and_test_published_is_the_published_one(ev):
+    published = ev.load_instances("test_published")
+    assert [i.name for i in published] == [i.name for i in ev.load_instances("test")]  # public_seeds
+    drawn = TSPConstruct().load_instances("test")
+    assert [i.n for i in drawn] == [i.n for i in published] and all("secret" in i.name for i in drawn)
+    assert not any(np.array_equal(a.coords, b.coords) for a, b in zip(drawn, published))
+    nn = [tour_length(nearest_neighbour_tour(i.distance_matrix), i.distance_matrix) for i in drawn]
+    gaps = [100 * (length / i.best_known - 1) for length, i in zip(nn, drawn)]
+    # LKH-3's reference is at most nearest neighbour's length and close to optimal: NN's gap as on the published set
+    assert min(gaps) >= 0 and 18 < float(np.mean(gaps)) < 29 and {i.best_known_source for i in drawn} == {"lkh3"}
 
 
 def test_tsplib_optima(ev):
