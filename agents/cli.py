@@ -359,15 +359,21 @@ def evaluate(
         score = Score.failed(f"static check: {exc}")
     except (IsolationUnavailable, ValueError) as exc:
         _fail(str(exc), 2)
+    secret = ev.seeds_secret(set_name)  # drawn for this invocation: another run gives another draw
     if as_json:
-        out = {"problem": problem, "instances": set_name, "feasible": score.feasible, "metrics": score.metrics}
+        out = {"problem": problem, "instances": set_name, "feasible": score.feasible, "metrics": score.metrics,
+               "secret_draw": secret}
         if not score.feasible:
             out["error"] = score.error
         print(json.dumps(out))
     else:
         if score.feasible:
             console.print(f"{problem} on '{set_name}': " + ", ".join(f"{k}={v:.6g}" for k, v in score.metrics.items())
-                          + f"  ({score.wall_s:.2f} s)")
+                          + f"  ({score.wall_s:.2f} s)", markup=False)
+            if secret:
+                console.print(f"('{set_name}' is drawn from a secret for each invocation, so this figure has no stored "
+                              "counterpart: compare heuristics in one `hifo run`, or on a published set via --instances)",
+                              markup=False)
         else:
             from rich.text import Text
 

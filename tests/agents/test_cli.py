@@ -43,6 +43,9 @@ def test_evaluate_json_success_and_failure(tmp_path):
     out = json.loads(res.output)
     assert out["feasible"] is True and out["instances"] == "or3"
     assert out["metrics"]["mean_bins"] == 212.0 and round(out["metrics"]["excess_percent"], 2) == 5.37
+    assert out["secret_draw"] is False
+    drawn = runner.invoke(app, ["evaluate", "-p", "bpp_online", "--heuristic", str(good)])  # the test set: a draw
+    assert drawn.exit_code == 0 and "drawn from a secret" in drawn.output, drawn.output
     bad = tmp_path / "bad.py"
     bad.write_text("def priority(item, bins):\n    while True:\n        pass\n")
     slow = runner.invoke(app, ["evaluate", "-p", "bpp_online", "--heuristic", str(bad), "--instances", "train",
