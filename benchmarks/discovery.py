@@ -106,6 +106,13 @@ def test_curve(curve_ids: list[tuple[int, str | None]], store: RunStore, evaluat
     return [[i, None if cid is None else scores[cid]] for i, cid in curve_ids]
 
 
+def distinct_behaviours(candidates: list[Any], metric: str) -> int:
+    """How many different behaviours the valid candidates show: distinct vectors of their per-instance primary
+    metric (rounded to 9 digits) over the train set; two programs that score alike on every instance count once."""
+    return len({tuple(round(float(m.get(metric, float("nan"))), 9) for m in (c.per_instance or []))
+                for c in candidates if c.ok and c.per_instance})
+
+
 def measure(run_dir: Path, summary: dict[str, Any], kb_path: Path, executor: Any = None,
             test_set: str | None = None) -> dict[str, Any]:
     """What one run shows: curve, test objective, valid rate, credited principles.  ``model_calls`` counts
@@ -119,6 +126,7 @@ def measure(run_dir: Path, summary: dict[str, Any], kb_path: Path, executor: Any
         model_made = [c for c in store.candidates(not_operator=("baseline", "hyper"))]
         n_calls = len([p for p in store.prompts() if p["operator"] != "distill"])
         valid = [c for c in model_made if c.ok]
+        distinct_valid = distinct_behaviours(valid, summary.get("primary_metric") or "")
         errors: dict[str, int] = {}
         for c in model_made:
             if not c.ok and c.error:  # first words of the reason: "undefined name(s)", "error: TypeError", ...
@@ -150,6 +158,7 @@ def measure(run_dir: Path, summary: dict[str, Any], kb_path: Path, executor: Any
                     for p in kb.list(status=None) if p.credit_n]
     return {"model_calls": n_calls, "replies": len(model_made), "valid": len(valid),
             "valid_rate": len(valid) / len(model_made) if model_made else None,
+            "distinct_valid": distinct_valid,
             "failures": dict(sorted(errors.items(), key=lambda kv: -kv[1])),
             "best_train": top.get("objective"), "best_id": top.get("id"),
             "best_baseline": best_base.thought if best_base else None,

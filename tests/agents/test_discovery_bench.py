@@ -19,6 +19,7 @@ def test_arms_run_to_equal_calls_and_are_measured(tmp_path, make_fake_model):
         assert all(b <= a + 1e-12 for a, b in zip(vals, vals[1:]))
         assert r["best_baseline"] is not None  # test_set == train set: no separate test evaluation
         assert sum(r["failures"].values()) <= r["replies"] - r["valid"]
+        assert 0 <= r["distinct_valid"] <= r["valid"] and (r["valid"] == 0 or r["distinct_valid"] >= 1)
     s = out["summary"]["bpp_online"]["full"]
     assert s["seeds"] == 1 and 0 <= s["valid_rate"] <= 1
 
