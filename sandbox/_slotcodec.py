@@ -127,6 +127,8 @@ def _get(data: bytes, at: int, depth: int) -> tuple[Any, int]:
         if end > len(data):
             raise ValueError("malformed slot frame (array data)")
         array = np.frombuffer(data, dtype=dtype, count=count, offset=at).reshape(shape).copy()
+        if dtype.kind == "b":  # a forged byte other than 0/1 would make a bool that equals neither True nor False
+            array = array.view(np.uint8) != 0
         return array, end
     if tag == 0x69:  # i
         return _INT.unpack_from(data, at)[0], at + 8

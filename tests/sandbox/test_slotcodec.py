@@ -83,6 +83,13 @@ def test_forged_or_truncated_frames_raise_value_error_only():
             pass
 
 
+def test_forged_bool_bytes_decode_to_plain_bools():
+    frame = bytearray(_slotcodec.encode(np.array([True, False, True])))
+    frame[-1] = 7  # not a bool byte
+    decoded = _slotcodec.decode(bytes(frame))
+    assert decoded.dtype == bool and decoded.view(np.uint8).tolist() == [1, 0, 1]  # not a raw 7 inside a bool
+
+
 def test_a_forged_array_header_cannot_ask_for_a_huge_allocation():
     header = b"a" + bytes((0, 2)) + np.array([1 << 40, 1 << 40], dtype="<i8").tobytes()
     with pytest.raises(ValueError, match="array data"):
