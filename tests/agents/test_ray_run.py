@@ -102,9 +102,20 @@ def test_search_through_ray_client(tmp_path, cluster, fake_model):
     pytest.importorskip("grpc", reason="Ray Client needs ray[client]")
     c, _ = cluster
     host = c.address.split(":")[0]
-    _, summary = start_run(_cfg(tmp_path, "ray-client", f"ray://{host}:21931", generations=1), client=fake_model)
+    # Ray's proxier starts a client server per connection; on this 2-core machine that server has died at start-up
+    # now and then (empty log, "Starting Ray client server failed", stop 39 and stop 41 notes) while the same test
+    # passed alone and in full-suite runs. One more connection, in a fresh run folder, is Ray's own flake handled;
+    # a second failure fails the test. hifo's code is the same on both tries.
+    for attempt in (1, 2):
+        name = f"ray-client-{attempt}"
+        try:
+            _, summary = start_run(_cfg(tmp_path, name, f"ray://{host}:21931", generations=1), client=fake_model)
+            break
+        except ConnectionAbortedError as exc:
+            if attempt == 2 or "Starting Ray client server failed" not in str(exc):
+                raise
     assert summary["stop_reason"] == "1 generation(s) done"
-    evaluated, _ = _assert_nothing_lost(tmp_path / "ray-client")
+    evaluated, _ = _assert_nothing_lost(tmp_path / name)
     assert evaluated
 
 
