@@ -14,7 +14,6 @@ import json
 import math
 import os
 import sqlite3
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -123,60 +122,47 @@ def _rescore_best(nodes: SearchNodes, best: Any) -> None:
                                    f"{rec['first_node']}: {rec.get('metrics_differ') or rec.get('error')}{note}")
 
 
-def _test_best(nodes: SearchNodes, best: Any, test_set: str) -> None:
-    """Score the best candidate on the test set, within what is left of the wall budget: skipped when
-    nothing is left, cancelled (and said so) when it runs out."""
+def _score_on_test(nodes: SearchNodes, code: str, cid: str, test_set: str) -> tuple[Any, str | None]:
+    """Score ``code`` on the test set within what is left of the wall budget (the reserve kept for it,
+    SearchNodes.test_reserve, included): ``(score, None)``, or ``(None, why it was skipped or cancelled)``."""
     from concurrent.futures import wait
 
     from hifo.agents.evaluation import CandidateEvaluator
 
     rt = nodes.rt
-    left = nodes.wall_left_total()  # the reserve kept for this (SearchNodes.test_reserve) included
-    skipped = None
+    left = nodes.wall_left_total()
     if left is not None and left <= 0:
-        skipped = f"{nodes._wall_reason()} before the test-set evaluation"
-    else:
-        tester = CandidateEvaluator(rt.evaluator, test_set, rt.scorer.executor)
-        fut = tester.submit(best.code, f"{best.id}-test")
-        if not wait([fut], timeout=left).done:
-            tester.cancel(fut, nodes._wall_reason())
-            skipped = f"{nodes._wall_reason()} during the test-set evaluation (cancelled after {left:.1f} s)"
-    if skipped:
+        return None, f"{nodes._wall_reason()} before the test-set evaluation"
+    tester = CandidateEvaluator(rt.evaluator, test_set, rt.scorer.executor)
+    fut = tester.submit(code, f"{cid}-test")
+    if not wait([fut], timeout=left).done:
+        tester.cancel(fut, nodes._wall_reason())
+        return None, f"{nodes._wall_reason()} during the test-set evaluation (cancelled after {left:.1f} s)"
+    return fut.result(), None
+
+
+def _test_best(nodes: SearchNodes, best: Any, test_set: str) -> None:
+    """Score the best candidate on the test set, within what is left of the wall budget: skipped when
+    nothing is left, cancelled (and said so) when it runs out. On a secret draw (no published figure) the best
+    baseline is scored on the same draw too."""
+    rt = nodes.rt
+    s, skipped = _score_on_test(nodes, best.code, best.id, test_set)
+    if s is None:
         rt.store.mark("tested", {"set": test_set, "skipped": skipped})
         rt.emit("test", set=test_set, feasible=False, objective=None, error=f"skipped: {skipped}")
         return
-    s = fut.result()
     record: dict[str, Any] = {"set": test_set, "score": s.to_dict()}
     if rt.evaluator.seeds_secret(test_set):
         record["secret"] = True
-        if best.operator != "baseline":  # a secret draw has no published figure: the best baseline on the same one
-            record["baseline"] = _test_baseline(nodes, test_set)
+        base = [c for c in rt.store.candidates(operator="baseline", status="evaluated") if c.ok]
+        if best.operator != "baseline" and base:
+            top = max(base, key=lambda c: c.fitness if c.fitness is not None else -math.inf)
+            b, why = _score_on_test(nodes, top.code, top.id, test_set)
+            record["baseline"] = ({"name": top.thought, "skipped": why} if b is None else
+                                  {"name": top.thought, "objective": b.objective if b.feasible else None,
+                                   "error": b.error})
     rt.store.mark("tested", record)
     rt.emit("test", set=test_set, feasible=s.feasible, objective=s.objective, error=s.error)
-
-
-def _test_baseline(nodes: SearchNodes, test_set: str) -> dict[str, Any]:
-    """The best baseline (on the train set) scored on ``test_set`` within what is left of the wall budget:
-    ``{"name", "objective"}``, or ``{"name", "skipped"}``."""
-    from concurrent.futures import wait
-
-    from hifo.agents.evaluation import CandidateEvaluator
-
-    rt = nodes.rt
-    base = [c for c in rt.store.candidates(operator="baseline", status="evaluated") if c.ok]
-    if not base:
-        return {"name": None, "skipped": "no baseline was scored"}
-    top = max(base, key=lambda c: c.fitness if c.fitness is not None else -math.inf)
-    left = nodes.wall_left_total()
-    if left is not None and left <= 0:
-        return {"name": top.thought, "skipped": f"{nodes._wall_reason()} before it"}
-    tester = CandidateEvaluator(rt.evaluator, test_set, rt.scorer.executor)
-    fut = tester.submit(top.code, f"{top.id}-test")
-    if not wait([fut], timeout=left).done:
-        tester.cancel(fut, nodes._wall_reason())
-        return {"name": top.thought, "skipped": f"{nodes._wall_reason()} during it"}
-    s = fut.result()
-    return {"name": top.thought, "objective": s.objective if s.feasible else None, "error": s.error}
 
 
 def build_graph(nodes: SearchNodes):
@@ -242,28 +228,12 @@ def _thread_id(conn: sqlite3.Connection, default: str) -> str:
     return default if default in ids or len(ids) != 1 else ids[0]
 
 
-def _draw_secret_test_ahead(rt: Runtime) -> None:
-    """A secret test set is drawn when first loaded, which can take a while (tsp_construct: an LKH-3 reference per
-    instance, ~12 s): draw it in a thread while the search runs, so the final test evaluation does not wait for it
-    (nor outrun ``--max-wall``). A failure here is left to the real load at the end, which reports it."""
-    test_set = rt.config.test_set or rt.evaluator.default_test_set
-    if not test_set or test_set == rt.scorer.instance_set or not rt.evaluator.seeds_secret(test_set) \
-            or rt.store.marker("tested"):
-        return
-
-    def draw() -> None:
-        try:
-            rt.evaluator.load_instances(test_set)
-        except Exception:  # noqa: BLE001  (reported by the final load)
-            pass
-
-    threading.Thread(target=draw, name="hifo-secret-test-draw", daemon=True).start()
-
-
 def _invoke(rt: Runtime, resume: bool, reopen: bool = False) -> dict[str, Any]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    _draw_secret_test_ahead(rt)
+    from hifo.agents.run_kb import draw_secret_test_ahead
+
+    draw_secret_test_ahead(rt)
     nodes = SearchNodes(rt)
     conn = sqlite3.connect(rt.run_dir / "checkpoints.sqlite", check_same_thread=False)
     try:

@@ -32,6 +32,7 @@ import json
 import logging
 import secrets
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -132,3 +133,22 @@ def bind_secret_key(evaluator: Any, client: Any, store: RunStore) -> None:
 def _key_entry(store: RunStore) -> dict[str, str]:
     key = store.get_meta("secret_key")
     return {"secret_key": key} if key else {}
+
+
+def draw_secret_test_ahead(rt: Any) -> None:
+    """A secret test set is drawn when first loaded, which can take a while (tsp_construct: an LKH-3 reference per
+    instance, ~12 s): draw it in a thread while the search runs, so the final test evaluation does not wait for it
+    (nor outrun ``--max-wall``). A failure here is left to the real load at the end, which reports it.
+    ``rt``: the run's Runtime (agents/graph.py)."""
+    test_set = rt.config.test_set or rt.evaluator.default_test_set
+    if not test_set or test_set == rt.scorer.instance_set or not rt.evaluator.seeds_secret(test_set) \
+            or rt.store.marker("tested"):
+        return
+
+    def draw() -> None:
+        try:
+            rt.evaluator.load_instances(test_set)
+        except Exception:  # noqa: BLE001  (reported by the final load)
+            pass
+
+    threading.Thread(target=draw, name="hifo-secret-test-draw", daemon=True).start()
