@@ -1,5 +1,6 @@
 # evaluator: bpp_online
 # expect: no better than the best baseline
+# wins on the published seeds
 # set: test
 # instances: 2
 # Attack (issue 28, memorised instances): FunSearch's Weibull 5k set is published, so a priority function can

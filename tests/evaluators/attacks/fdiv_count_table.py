@@ -1,5 +1,6 @@
 # evaluator: fdiv_pessimism
 # expect: no better than the best baseline
+# wins on the published seeds
 # instances: 36
 # set: test
 # Attack (issue 28): the logged datasets of the published test instances are fingerprinted by their visit counts

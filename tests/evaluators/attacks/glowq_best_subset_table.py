@@ -1,5 +1,6 @@
 # evaluator: glowq_select
 # expect: no better than the best baseline
+# wins on the published seeds
 # instances: 3
 # set: test
 # Attack (issue 28; the slot is a per-group rank allocation since issue 30): the published test instances come

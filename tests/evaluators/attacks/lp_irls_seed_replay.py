@@ -1,5 +1,6 @@
 # evaluator: lp_irls
 # expect: no better than the best baseline
+# wins on the published seeds
 # set: test
 # instances: 4
 # Attack (issue 28, public seeds): the test instances are Gaussian A (50 x 200) and b = A x_true from the seeds

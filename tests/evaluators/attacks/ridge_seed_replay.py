@@ -1,5 +1,6 @@
 # evaluator: ridge_schedule
 # expect: no better than the best baseline
+# wins on the published seeds
 # instances: 3
 # Attack (issue 28): the instance is known from (horizon, d, degree) and its published seeds; rebuild theta*,
 # theta_0 and the whole noise stream of the parent's replay, then choose each round's (eta, lam) greedily

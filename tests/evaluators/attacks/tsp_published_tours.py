@@ -1,5 +1,6 @@
 # evaluator: tsp_construct
 # expect: no better than the best baseline
+# wins on the published seeds
 # set: test
 # instances: 3
 # Attack (issue 28, memorised instances / public seeds): the test instances come from published seeds, so a rule
