@@ -9,10 +9,23 @@ starting inside its window with zero service, back by the horizon), runs stage 2
 STO procedure, proved optimal — see :mod:`hifo.problems.optwvp._stage2`) and reports the profit
 gap, in percent, to the best known profit.
 
-Best-known profits are stored data (``data/optwvp/refs.json``, written by
-``hifo data optwvp-refs``): the HiGHS MILP optimum, proved, for every
-instance of these sets (n = 20, 50, 100 nodes including the depot); the file records the
-source of each value, and an ILS best-of-3 as a cross-check.
+Sets. ``train`` (published seeds) and ``test_published`` (the published test seeds 2000-2209) read
+their best-known profits from stored data (``data/optwvp/refs.json``, written by
+``hifo data optwvp-refs``): the HiGHS MILP optimum, proved, for every instance (n = 20, 50, 100
+nodes including the depot); the file records the source of each value, and an ILS best-of-3 as a
+cross-check. ``test`` (issue 28, "memorisation cannot pay") has the same sizes but is drawn per
+evaluator object from a secret key (:meth:`~hifo.evaluators.base.Evaluator.secret_seed`): from the
+published seeds a rule can rebuild every instance, fingerprint it by its inputs and steer the
+constructor to the stored optimal route (``tests/evaluators/attacks/optwvp_published_routes.py``:
+a zero gap there). Each drawn instance's reference is computed at draw time the way the stored
+ones were: the HiGHS MILP (:func:`~hifo.problems.optwvp.solve_milp`), run to a proved optimum
+(relative gap 1e-6), which is the same number whatever the load; its wall-clock limit
+(``DRAW_MILP_LIMIT_S``) is only a safety net, never reached in the draws measured (the slowest
+n = 100 instance took 8.4 s at a load of 2-4 on 2 cores): were it reached, the reference would be
+the better of the MILP incumbent and a seeded ILS (``source`` says so), and would depend on the
+load. One draw of ``test`` costs about 28 s of CPU (53 s wall at a load of 2-4 on the 2-core
+machine), made once per evaluator object, ahead in a thread by a run. ``test`` with
+``public_seeds = True`` is ``test_published``.
 """
 
 from __future__ import annotations
@@ -24,10 +37,11 @@ from typing import Any, Callable
 
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
 from hifo.problems.optwvp import InfeasibleRoute, OPTWVPInstance, check_route, construct_route, \
-    generate_instance, route_profit
+    generate_instance, iterated_local_search, route_profit, solve_milp
 
 DATA_DIR = Path(__file__).parent / "data" / "optwvp"
 REFS_PATH = DATA_DIR / "refs.json"
+DRAW_MILP_LIMIT_S = 600.0  # safety net of a draw-time MILP (never reached in the draws measured)
 
 # (n, count, first seed) per set; instance k of a group uses seed first_seed + k.
 SETS: dict[str, tuple[tuple[int, int, int], ...]] = {
@@ -92,9 +106,33 @@ def _refs() -> dict:
     return json.loads(REFS_PATH.read_text())["instances"]
 
 
+def draw_reference(inst: OPTWVPInstance) -> dict[str, Any]:
+    """A drawn instance's reference, as the stored ones: the HiGHS MILP to a proved optimum (``source``
+    ``milp-optimal``); if the safety limit stopped it first, the better of its incumbent and a seeded ILS."""
+    milp = solve_milp(inst, time_limit=DRAW_MILP_LIMIT_S)
+    best, route, source = float(milp["profit"]), list(milp["route"]), "milp-optimal"
+    if not milp["optimal"]:
+        ils_route, ils = iterated_local_search(inst, seed=0)
+        source = "milp-incumbent" if best >= ils else "ils-seed0"
+        if ils > best:
+            best, route = float(ils), list(ils_route)
+    return {"best": best, "route": [int(v) for v in route], "source": source}
+
+
+def draw_instances(ev: Evaluator, instance_set: str) -> list[tuple[OPTWVPInstance, dict[str, Any]]]:
+    """The instances of ``instance_set``'s sizes on ``ev``'s secret seeds, each with its draw-time reference."""
+    out = []
+    for k, (_, n, public) in enumerate(instance_specs()[instance_set]):
+        inst = generate_instance(n, ev.secret_seed(public, instance_set, k), name=f"optwvp{n}_secret{k}")
+        out.append((inst, draw_reference(inst)))
+    return out
+
+
 @lru_cache(maxsize=None)
 def _load(instance_set: str) -> tuple[OPTWVPInstance, ...]:
     specs = instance_specs()
+    if instance_set == "test_published":
+        instance_set = "test"
     if instance_set not in specs:
         raise OPTWVPRoute.unknown_instance_set(instance_set, specs)
     refs = _refs()
@@ -115,9 +153,11 @@ def _load(instance_set: str) -> tuple[OPTWVPInstance, ...]:
 class OPTWVPRoute(Evaluator):
     """Insertion-scoring rule of the DeCoST-style OPTWVP route constructor.
 
-    Sets: ``train`` (6 x n=20, 6 x n=50, 4 x n=100) and ``test`` (20 x n=20, 20 x n=50,
-    10 x n=100). Per instance: ``profit``, ``best``, ``gap_percent``, ``customers``;
-    aggregated: their means.
+    Sets: ``train`` (6 x n=20, 6 x n=50, 4 x n=100, published seeds), ``test`` (20 x n=20, 20 x n=50,
+    10 x n=100, drawn per evaluator object from a secret, each with its MILP optimum computed at draw
+    time: module docstring) and ``test_published`` (the same sizes on the published seeds, with the
+    stored optima: the set of the reference figures, and ``test`` itself with ``public_seeds = True``).
+    Per instance: ``profit``, ``best``, ``gap_percent``, ``customers``; aggregated: their means.
     """
 
     name = "optwvp_route"
@@ -136,7 +176,8 @@ class OPTWVPRoute(Evaluator):
     direction = "minimize"
     primary_metric = "gap_percent"
     template = _TEMPLATE
-    instance_sets = ("train", "test")
+    instance_sets = ("train", "test", "test_published")
+    secret_sets = ("test",)
     limits = Limits(timeout_s=60.0, cpu_s=120, memory_mb=2048)
     baselines = {
         "density": _TEMPLATE.baseline_source(),
@@ -145,7 +186,8 @@ class OPTWVPRoute(Evaluator):
     }
     # Measured by tests/evaluators/test_optwvp_route.py (gap to the MILP optimum, %).
     reference_figures = {
-        "density": {"train": {"gap_percent": 22.723}, "test": {"gap_percent": 25.053}},
+        "density": {"train": {"gap_percent": 22.723}, "test": {"gap_percent": 25.053},  # published seeds
+                    "test_published": {"gap_percent": 25.053}},
         "cheapest_insertion": {"train": {"gap_percent": 27.509}},
         "toptw_ratio": {"train": {"gap_percent": 22.572}},
     }
@@ -153,7 +195,15 @@ class OPTWVPRoute(Evaluator):
     tags = ("routing", "orienteering", "time windows", "decost", "two-stage")
 
     def load_instances(self, instance_set: str) -> list[OPTWVPInstance]:
+        if instance_set == "test" and self.seeds_secret("test"):
+            return self.drawn_once("test", self._draw_test)
         return list(_load(instance_set))
+
+    def _draw_test(self) -> list[OPTWVPInstance]:
+        return [OPTWVPInstance(name=inst.name, coords=inst.coords, profit=inst.profit, tw_open=inst.tw_open,
+                               tw_close=inst.tw_close, horizon=inst.horizon, window=inst.window,
+                               meta={"best": ref["best"], "source": ref["source"]})
+                for inst, ref in draw_instances(self, "test")]
 
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: OPTWVPInstance) -> list[int]:

@@ -35,7 +35,7 @@ def test_declaration(ev):
 
 
 def test_instance_sets_and_stored_optima(ev):
-    train, test = ev.load_instances("train"), ev.load_instances("test")
+    train, test = ev.load_instances("train"), ev.load_instances("test_published")
     assert [i.n for i in train] == [20] * 6 + [50] * 6 + [100] * 4
     assert [i.n for i in test] == [20] * 20 + [50] * 20 + [100] * 10
     assert not {i.name for i in train} & {i.name for i in test}
@@ -53,14 +53,49 @@ def test_instance_sets_and_stored_optima(ev):
     assert pickle.loads(pickle.dumps(train[0])).meta["best"] == train[0].meta["best"]
 
 
-@pytest.mark.parametrize("baseline, instance_set", [
-    (b, s) for b, figs in OPTWVPRoute.reference_figures.items() for s in figs])
+@pytest.mark.parametrize("baseline, instance_set", [  # "test" is a secret draw: its figure is test_published's
+    (b, s) for b, figs in OPTWVPRoute.reference_figures.items() for s in figs if s != "test"])
 def test_baselines_reach_their_reference_figures(ev, baseline, instance_set):
     got = evaluate(ev, compiled(ev.baselines[baseline]), instance_set)
     want = ev.reference_figures[baseline][instance_set]
     for metric, value in want.items():
         assert got[metric] == pytest.approx(value, abs=0.01), (baseline, instance_set, metric)
     assert got["gap_percent"] > 0  # none of the simple rules is optimal
+
+
+def test_the_test_figures_are_the_published_ones(ev):
+    for figs in OPTWVPRoute.reference_figures.values():
+        assert figs.get("test") == figs.get("test_published")
+    public = OPTWVPRoute()
+    public.public_seeds = True  # the published seeds, as before the test set was drawn from a secret
+    assert [(i.name, i.meta) for i in public.load_instances("test")] == \
+        [(i.name, i.meta) for i in ev.load_instances("test_published")]
+
+
+SMALL_TEST = {"test": [("optwvp20_seed2000", 20, 2000), ("optwvp50_seed2100", 50, 2100)]}
+
+
+def test_the_test_set_is_drawn_from_a_secret_with_its_optimum(monkeypatch):
+    """Two instances of the draw (the whole set costs about 30 s of CPU): per object, secret, each with its proved
+    MILP optimum computed at draw time, the same number on a second draw from the same key."""
+    from hifo.evaluators import optwvp_route
+    from hifo.problems.optwvp import construct_route, density_scorer, iterated_local_search
+
+    monkeypatch.setattr(optwvp_route, "instance_specs", lambda: SMALL_TEST)
+    a, b = OPTWVPRoute(), OPTWVPRoute()
+    ia, ib = a.load_instances("test"), b.load_instances("test")
+    assert [i.name for i in ia] == ["optwvp20_secret0", "optwvp50_secret1"]
+    assert [i.n for i in ia] == [20, 50] and not np.array_equal(ia[0].profit, ib[0].profit)
+    assert a.load_instances("test")[0] is ia[0]  # drawn once per object
+    published = {name: rec["best"] for name, rec in json.loads(REFS_PATH.read_text())["instances"].items()}
+    for inst in ia:
+        assert inst.meta["source"] == "milp-optimal" and inst.meta["best"] not in published.values()
+        assert construct_route(inst, density_scorer)[1] <= inst.meta["best"] + 1e-6
+        assert iterated_local_search(inst, seed=0, max_iter=20)[1] <= inst.meta["best"] * (1 + 1e-6)
+    again = OPTWVPRoute()
+    again.use_secret_key(a.__dict__["_secret_key"])
+    assert [i.meta["best"] for i in again.load_instances("test")] == pytest.approx([i.meta["best"] for i in ia],
+                                                                                    rel=1e-6)
 
 
 def test_the_optimal_routes_score_a_zero_gap(ev):
