@@ -17,9 +17,20 @@ known team profit. Each instance has a time limit, timed by the parent.
 
 Instances: the OPTWVP generator (:func:`hifo.problems.optwvp.generate_instance`, n = 50 and 100 with
 the official DeCoST horizons, the single-vehicle horizon for every vehicle: the official team
-settings are not reproduced). Best-known profits are stored data (``data/optwvp/toptwvp_refs.json``,
-written by ``hifo data toptwvp-refs``): the HiGHS MILP (``solve_milp(vehicles=m)``) optimum, proved,
-with the team ILS as a cross-check.
+settings are not reproduced). ``train`` and ``test_published`` (the published test seeds 4000-4304)
+read their best-known profits from stored data (``data/optwvp/toptwvp_refs.json``, written by
+``hifo data toptwvp-refs``): the HiGHS MILP (``solve_milp(vehicles=m)``) optimum, proved, with the
+team ILS as a cross-check. ``test`` (issue 28, "memorisation cannot pay") has the same groups but is
+drawn per evaluator object from a secret key (:meth:`~hifo.evaluators.base.Evaluator.secret_seed`):
+from the published seeds a rule can rebuild each instance, fingerprint it by its windows and steer
+the constructor to the stored optimal team (``tests/evaluators/attacks/toptwvp_published_teams.py``:
+a zero gap there). Each drawn instance's reference is the same MILP run at draw time to a proved
+optimum (relative gap 1e-6), the same number whatever the load; its wall-clock limit
+(``DRAW_MILP_LIMIT_S``) is a safety net never reached in the draws measured (slowest instance 1.5 s):
+were it reached, the reference would be the better of the incumbent and a seeded team ILS, and would
+depend on the load (``source`` says so). One draw of ``test`` costs about 2 s of CPU (4.3 s wall at
+a load of 2-4 on the 2-core machine), once per evaluator object. ``test`` with
+``public_seeds = True`` is ``test_published``.
 """
 
 from __future__ import annotations
@@ -31,11 +42,12 @@ from typing import Any, Callable
 from hifo.evaluators._data import load_refs
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
 from hifo.problems.optwvp import InfeasibleRoute, OPTWVPInstance, check_team, construct_team_joint, \
-    generate_instance, team_profit
+    generate_instance, solve_milp, team_ils, team_profit
 
 DATA_DIR = Path(__file__).parent / "data" / "optwvp"
 REFS_PATH = DATA_DIR / "toptwvp_refs.json"
 MAKE_REFS = "hifo data toptwvp-refs"
+DRAW_MILP_LIMIT_S = 600.0  # safety net of a draw-time MILP (never reached in the draws measured)
 INSTANCE_LIMIT_S = 10.0  # per instance, slot and construction together (the baselines take < 0.1 s)
 
 # (n, vehicles, count, first seed) per set; instance k of a group uses seed first_seed + k.
@@ -101,9 +113,21 @@ def _refs() -> dict:
     return load_refs(REFS_PATH, MAKE_REFS)["instances"]
 
 
+def draw_reference(inst: OPTWVPInstance, vehicles: int) -> tuple[float, str]:
+    """A drawn instance's reference, as the stored ones: the team MILP to a proved optimum (``milp-optimal``);
+    if the safety limit stopped it first, the better of its incumbent and a seeded team ILS."""
+    milp = solve_milp(inst, time_limit=DRAW_MILP_LIMIT_S, vehicles=vehicles)
+    if milp["optimal"]:
+        return float(milp["profit"]), "milp-optimal"
+    _, ils = team_ils(inst, vehicles, seed=0)
+    return (float(milp["profit"]), "milp-incumbent") if milp["profit"] >= ils else (float(ils), "ils-seed0")
+
+
 @lru_cache(maxsize=None)
 def _load(instance_set: str) -> tuple[OPTWVPInstance, ...]:
     specs = instance_specs()
+    if instance_set == "test_published":
+        instance_set = "test"
     if instance_set not in specs:
         raise TOPTWVPRoute.unknown_instance_set(instance_set, specs)
     refs = _refs()
@@ -124,9 +148,11 @@ def _load(instance_set: str) -> tuple[OPTWVPInstance, ...]:
 class TOPTWVPRoute(Evaluator):
     """Insertion-scoring rule of the parallel TOPTWVP route constructor (``m`` vehicles).
 
-    Sets: ``train`` (4 x n=50 m=2, 2 x n=50 m=3, 2 x n=100 m=2, 2 x n=100 m=3) and ``test`` (10, 10,
-    5, 5 of the same). Per instance: ``profit``, ``best``, ``gap_percent``, ``customers``, ``routes_used``;
-    aggregated: their means.
+    Sets: ``train`` (4 x n=50 m=2, 2 x n=50 m=3, 2 x n=100 m=2, 2 x n=100 m=3, published seeds), ``test``
+    (10, 10, 5, 5 of the same, drawn per evaluator object from a secret, each with its MILP optimum computed
+    at draw time: module docstring) and ``test_published`` (the same groups on the published seeds with the
+    stored optima: the set of the test reference figures, and ``test`` with ``public_seeds = True``).
+    Per instance: ``profit``, ``best``, ``gap_percent``, ``customers``, ``routes_used``; aggregated: their means.
     """
 
     name = "toptwvp_route"
@@ -144,24 +170,41 @@ class TOPTWVPRoute(Evaluator):
     direction = "minimize"
     primary_metric = "gap_percent"
     template = _TEMPLATE
-    instance_sets = ("train", "test")
+    instance_sets = ("train", "test", "test_published")
+    secret_sets = ("test",)
     limits = Limits(timeout_s=120.0, cpu_s=180, memory_mb=2048)
     baselines = {
         "density": _TEMPLATE.baseline_source(),
         "cheapest_insertion": _TEMPLATE.source(_CHEAPEST_BODY),
         "toptw_ratio": _TEMPLATE.source(_RATIO_BODY),
     }
-    # Measured by tests/evaluators/test_toptwvp_route.py (gap to the MILP optimum, %).
+    # Measured by tests/evaluators/test_toptwvp_route.py (gap to the MILP optimum, %); "test": on the published
+    # seeds (test_published), as before the test set was drawn from a secret.
     reference_figures = {
-        "density": {"train": {"gap_percent": 36.362}, "test": {"gap_percent": 31.975}},
-        "cheapest_insertion": {"train": {"gap_percent": 18.117}, "test": {"gap_percent": 20.539}},
-        "toptw_ratio": {"train": {"gap_percent": 29.591}, "test": {"gap_percent": 28.278}},
+        "density": {"train": {"gap_percent": 36.362}, "test": {"gap_percent": 31.975},
+                    "test_published": {"gap_percent": 31.975}},
+        "cheapest_insertion": {"train": {"gap_percent": 18.117}, "test": {"gap_percent": 20.539},
+                               "test_published": {"gap_percent": 20.539}},
+        "toptw_ratio": {"train": {"gap_percent": 29.591}, "test": {"gap_percent": 28.278},
+                        "test_published": {"gap_percent": 28.278}},
     }
     slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("routing", "orienteering", "team", "time windows", "decost", "two-stage")
 
     def load_instances(self, instance_set: str) -> list[OPTWVPInstance]:
+        if instance_set == "test" and self.seeds_secret("test"):
+            return self.drawn_once("test", self._draw_test)
         return list(_load(instance_set))
+
+    def _draw_test(self) -> list[OPTWVPInstance]:
+        out = []
+        for k, (_, n, m, public) in enumerate(instance_specs()["test"]):
+            inst = generate_instance(n, self.secret_seed(public, "test", k), name=f"toptwvp{n}_m{m}_secret{k}")
+            best, source = draw_reference(inst, m)
+            out.append(OPTWVPInstance(name=inst.name, coords=inst.coords, profit=inst.profit, tw_open=inst.tw_open,
+                                      tw_close=inst.tw_close, horizon=inst.horizon, window=inst.window,
+                                      meta={"vehicles": m, "best": best, "source": source}))
+        return out
 
     def instance_time_limit(self, instance: OPTWVPInstance) -> float:
         return INSTANCE_LIMIT_S

@@ -51,20 +51,52 @@ def test_declaration(ev):
 
 
 def test_stored_lp_optima_match_both_solvers(ev):
-    train, test = ev.load_instances("train"), ev.load_instances("test")
+    train, test = ev.load_instances("train"), ev.load_instances("test_published")
     assert len(train) == 32 and len(test) == 100
     for task in train[:12]:
         assert optimal_service_lp(task.instance, task.route)[1] == pytest.approx(task.lp_optimum, rel=1e-7)
         assert optimal_service_fast(task.instance, task.route)[1] == pytest.approx(task.lp_optimum, rel=1e-7)
 
 
-@pytest.mark.parametrize("baseline, instance_set", [
-    (b, s) for b, figs in OPTWVPService.reference_figures.items() for s in figs])
+@pytest.mark.parametrize("baseline, instance_set", [  # "test" is a secret draw: its figure is test_published's
+    (b, s) for b, figs in OPTWVPService.reference_figures.items() for s in figs if s != "test"])
 def test_baselines_reach_their_reference_figures(ev, baseline, instance_set):
     got = evaluate(ev, compiled(ev.baselines[baseline]), instance_set)
     for metric, value in ev.reference_figures[baseline][instance_set].items():
         assert got[metric] == pytest.approx(value, abs=0.01), (baseline, instance_set, metric)
     assert got["gap_percent"] > 0.5
+
+
+def test_the_test_figures_are_the_published_ones(ev):
+    for figs in OPTWVPService.reference_figures.values():
+        assert figs.get("test") == figs.get("test_published")
+    public = OPTWVPService()
+    public.public_seeds = True  # the published seeds, as before the test set was drawn from a secret
+    assert [(t.name, t.route, t.lp_optimum) for t in public.load_instances("test")] == \
+        [(t.name, t.route, t.lp_optimum) for t in ev.load_instances("test_published")]
+
+
+def test_the_test_set_is_drawn_from_a_secret_with_exact_optima(monkeypatch):
+    """Two instances of the draw (the whole set costs about 25-30 s of CPU): per object, secret, each with the
+    MILP-optimal and the greedy route and their LP optima computed at draw time, which STO matches."""
+    from hifo.evaluators import optwvp_route
+    from hifo.problems.optwvp import construct_route, density_scorer
+
+    small = {"test": [("optwvp20_seed2000", 20, 2000), ("optwvp50_seed2100", 50, 2100)]}
+    monkeypatch.setattr(optwvp_route, "instance_specs", lambda: small)
+    a, b = OPTWVPService(), OPTWVPService()
+    ta, tb = a.load_instances("test"), b.load_instances("test")
+    assert [t.name for t in ta] == ["optwvp20_secret0/route0", "optwvp20_secret0/route1",
+                                    "optwvp50_secret1/route0", "optwvp50_secret1/route1"]
+    assert not np.array_equal(ta[0].instance.profit, tb[0].instance.profit)
+    assert a.load_instances("test")[0] is ta[0]  # drawn once per object
+    for best, greedy in (ta[:2], ta[2:]):
+        assert best.instance is greedy.instance
+        assert greedy.route == tuple(construct_route(greedy.instance, density_scorer)[0])
+        assert best.lp_optimum >= greedy.lp_optimum - 1e-6  # the first route is the MILP optimum
+    for task in ta:
+        assert optimal_service_fast(task.instance, task.route)[1] == pytest.approx(task.lp_optimum, rel=1e-7)
+    assert evaluate(a, sto, "test")["gap_percent"] == pytest.approx(0.0, abs=1e-6)
 
 
 def test_the_optimal_rule_closes_the_gap(ev):

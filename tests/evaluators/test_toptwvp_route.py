@@ -38,7 +38,7 @@ def test_registered_and_its_slot_extends_optwvp_route(ev):
 
 
 def test_instance_sets_and_stored_optima(ev):
-    train, test = ev.load_instances("train"), ev.load_instances("test")
+    train, test = ev.load_instances("train"), ev.load_instances("test_published")
     assert [(i.n, i.meta["vehicles"]) for i in train] == [(50, 2)] * 4 + [(50, 3)] * 2 + [(100, 2)] * 2 + [(100, 3)] * 2
     assert len(test) == 30 and not {i.name for i in train} & {i.name for i in test}
     refs = json.loads(REFS_PATH.read_text())["instances"]
@@ -61,6 +61,41 @@ def test_baselines_reach_their_train_figures(ev, baseline):
     got = run_set(ev, compiled(ev.baselines[baseline]), "train")[1]
     assert got["gap_percent"] == pytest.approx(ev.reference_figures[baseline]["train"]["gap_percent"], abs=0.01)
     assert got["gap_percent"] > 5  # none of the simple rules is near optimal: the slot has room
+
+
+def test_the_test_figures_are_the_published_ones(ev):
+    for figs in TOPTWVPRoute.reference_figures.values():
+        assert figs["test"] == figs["test_published"]
+    public = TOPTWVPRoute()
+    public.public_seeds = True  # the published seeds, as before the test set was drawn from a secret
+    assert [(i.name, i.meta) for i in public.load_instances("test")] == \
+        [(i.name, i.meta) for i in ev.load_instances("test_published")]
+    got = run_set(ev, compiled(ev.baselines["cheapest_insertion"]), "test_published")[1]
+    assert got["gap_percent"] == pytest.approx(ev.reference_figures["cheapest_insertion"]["test"]["gap_percent"],
+                                               abs=0.01)
+
+
+def test_the_test_set_is_drawn_from_a_secret_with_its_optimum(monkeypatch):
+    """Two instances of the draw (the whole set costs about 2 s of CPU): per object, secret, each with its proved
+    team MILP optimum computed at draw time, the same number on a second draw from the same key."""
+    from hifo.evaluators import toptwvp_route
+    from hifo.problems.optwvp import construct_team, density_scorer
+
+    small = {"test": [("toptwvp50_m2_seed4000", 50, 2, 4000), ("toptwvp50_m3_seed4100", 50, 3, 4100)]}
+    monkeypatch.setattr(toptwvp_route, "instance_specs", lambda: small)
+    a, b = TOPTWVPRoute(), TOPTWVPRoute()
+    ia, ib = a.load_instances("test"), b.load_instances("test")
+    assert [i.name for i in ia] == ["toptwvp50_m2_secret0", "toptwvp50_m3_secret1"]
+    assert [i.meta["vehicles"] for i in ia] == [2, 3] and not np.array_equal(ia[0].tw_open, ib[0].tw_open)
+    assert a.load_instances("test")[0] is ia[0]  # drawn once per object
+    stored = {rec["best"] for rec in json.loads(REFS_PATH.read_text())["instances"].values()}
+    for inst in ia:
+        assert inst.meta["source"] == "milp-optimal" and inst.meta["best"] not in stored
+        assert construct_team(inst, inst.meta["vehicles"], density_scorer)[1] <= inst.meta["best"] + 1e-6
+    again = TOPTWVPRoute()
+    again.use_secret_key(a.__dict__["_secret_key"])
+    assert [i.meta["best"] for i in again.load_instances("test")] == pytest.approx([i.meta["best"] for i in ia],
+                                                                                    rel=1e-6)
 
 
 def test_the_rule_decides_the_vehicle(ev):
