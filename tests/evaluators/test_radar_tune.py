@@ -41,7 +41,7 @@ def test_declaration(ev):
 
 
 def test_instance_sets(ev):
-    train, test, tsplib = (ev.load_instances(s) for s in ("train", "test", "tsplib"))
+    train, test, tsplib = (ev.load_instances(s) for s in ("train", "test_published", "tsplib"))
     assert [t.instance.n for t in train] == [20] * 16 and {t.model for t in train} == {"radar_atsp20_radar"}
     assert [t.instance.n for t in test] == [20] * 32 + [50] * 16
     assert [t.name for t in tsplib] == list(TSPLIB_NAMES)
@@ -90,9 +90,46 @@ def test_baseline_train_figures_are_measured(ev):
 @pytest.mark.slow
 def test_baseline_test_and_tsplib_figures_are_measured(ev):
     heuristic = compiled(ev.baselines["pomo_greedy"])
-    for instance_set in ("test", "tsplib"):
+    for instance_set in ("test_published", "tsplib"):
         _, agg = evaluate(ev, heuristic, instance_set)
         assert round(agg["gap_percent"], 2) == ev.reference_figures["pomo_greedy"][instance_set]["gap_percent"]
+
+
+def test_the_test_figures_are_the_published_ones(ev):
+    for figs in RadarTune.reference_figures.values():
+        assert figs["test"] == figs["test_published"]
+    public = RadarTune()
+    public.public_seeds = True  # the published seeds, as before the test set was drawn from a secret
+    assert [(t.name, t.seed, t.instance.best_known) for t in public.load_instances("test")] == \
+        [(t.name, t.seed, t.instance.best_known) for t in ev.load_instances("test_published")]
+
+
+def test_the_test_set_is_drawn_from_a_secret_with_lkh_references(monkeypatch):
+    """Three instances of the draw (the whole set costs about 4 s of CPU): per object, secret (instance and sampling
+    seed), each with its LKH-3 length computed at draw time, the same on a second draw from the same key; on two
+    published instances (n = 20 and 50) the same computation gives the stored lengths."""
+    import numpy as np
+
+    from hifo.evaluators import radar_tune
+    from hifo.problems.routing import TMAT_SCALE, lkh_tour, tour_length
+
+    small = {"test": ((20, 2, 8100, "radar_atsp20_radar"), (50, 1, 8200, "radar_atsp50_radar"))}
+    monkeypatch.setattr(radar_tune, "RANDOM_SETS", small)
+    a, b = RadarTune(), RadarTune()
+    ta, tb = a.load_instances("test"), b.load_instances("test")
+    assert [(t.name, t.model) for t in ta] == [("tmat20_secret0", "radar_atsp20_radar"),
+                                              ("tmat20_secret1", "radar_atsp20_radar"),
+                                              ("tmat50_secret2", "radar_atsp50_radar")]
+    assert not np.array_equal(ta[0].instance.distance_matrix, tb[0].instance.distance_matrix)
+    assert ta[0].seed != tb[0].seed and a.load_instances("test")[0] is ta[0]
+    again = RadarTune()
+    again.use_secret_key(a.__dict__["_secret_key"])
+    assert [t.instance.best_known for t in again.load_instances("test")] == [t.instance.best_known for t in ta]
+    per, _ = evaluate(a, compiled(a.baselines["pomo_aug2"]), "test")
+    assert all(m["gap_percent"] >= -1e-9 for m in per)  # LKH's tour is at least as short as the model's
+    for task in RadarTune().load_instances("test_published")[31:33]:  # the draw's reference gives the stored lengths
+        d = task.instance.distance_matrix
+        assert tour_length(lkh_tour(d, runs=10, scale=TMAT_SCALE), d) == task.instance.best_known
 
 
 def test_lkh_reference_tour_scores_zero_and_forgeries_fail(ev):
