@@ -10,12 +10,19 @@ reproducible). In the sandbox the rule runs in a slot process of its own (``slot
 receives copies of the three arrays and returns the guide; the loop that counts the iterations,
 the local search and the best tour live in the algorithm's process, which it cannot reach:
 
-* ``train`` — 4 uniform random instances, n = 100, 50 iterations each;
-* ``test`` — uniform random, 8 x n = 50, 8 x n = 100, 4 x n = 200, 200 iterations;
+* ``train`` — 4 uniform random instances, n = 100, 50 iterations each (published seeds);
+* ``test`` — uniform random, 8 x n = 50, 8 x n = 100, 4 x n = 200, 200 iterations, drawn per
+  evaluator object from a secret key (issue 28: from published seeds a rule could rebuild every instance
+  and steer GLS to a carried LKH-3 tour, ``tests/evaluators/attacks/tsp_gls_carried_tours.py``); each
+  drawn instance's reference is LKH-3 run at draw time with the settings of the stored references
+  (elkai, 10 runs, distances x 1e6 rounded; LKH-3's own seed is fixed, so the reference is a function
+  of the instance): about 20 s per draw on this project's 2-core machine at a load average of 5 (measured);
+* ``test_published`` — the same sizes on the published seeds 5100-5303 with the stored references:
+  the set of the reference figures, and ``test`` itself with ``public_seeds = True``;
 * ``tsplib`` — the 19 TSPLIB ``EUC_2D`` instances with 51 <= n <= 200, 200 iterations.
 
 References: LKH-3 tour lengths (elkai, distances x 1e6 rounded, stored in
-``data/routing/refs.json`` by ``hifo data routing-refs``) for the random
+``data/routing/refs.json`` by ``hifo data routing-refs``) for the published random
 sets; the proven optima for TSPLIB (files read from ``data/tsp/``, shipped with
 ``tsp_construct``).
 """
@@ -26,6 +33,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
+
+import numpy as np
 
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
 from hifo.evaluators._data import checked_reference, load_refs
@@ -52,6 +61,7 @@ TSPLIB_NAMES = ("eil51", "berlin52", "st70", "eil76", "pr76", "kroA100", "kroB10
                 "eil101", "lin105", "pr124", "bier127", "ch130", "pr136", "kroA150", "ch150",
                 "u159", "kroA200", "kroB200")
 TSPLIB_ITERATIONS = 200
+REFERENCE_RUNS = 10  # LKH-3 runs per instance, as for the stored references (hifo data routing-refs --runs)
 
 _DOCSTRING = """Builds the guided distance matrix that steers guided local search away from
 the current local optimum.
@@ -110,6 +120,14 @@ def random_set_specs(instance_set: str) -> list[tuple[str, int, int, int]]:
             for n, count, first, its in RANDOM_SETS[instance_set] for k in range(count)]
 
 
+def reference_length(distance_matrix: np.ndarray) -> float:
+    """A drawn instance's reference: the length of LKH-3's tour, made exactly as ``hifo data routing-refs`` made
+    the stored ones (``routing_refs.tsp_uniform``: elkai, 10 runs, distances x 1e6 rounded; LKH's seed is fixed)."""
+    from hifo.problems.routing import lkh_tour
+
+    return float(tour_length(lkh_tour(distance_matrix, runs=REFERENCE_RUNS), distance_matrix))
+
+
 @lru_cache(maxsize=1)
 def _refs() -> dict[str, Any]:
     return load_refs(REFS_PATH, "hifo data routing-refs")
@@ -121,6 +139,8 @@ def _load(instance_set: str) -> tuple[GLSTask, ...]:
         optima = _refs()["tsplib_tsp"]
         return tuple(GLSTask(read_tsplib(TSPLIB_DIR / f"{name}.tsp", optima[name]), TSPLIB_ITERATIONS)
                      for name in TSPLIB_NAMES)
+    if instance_set == "test_published":
+        instance_set = "test"
     if instance_set not in RANDOM_SETS:
         raise TSPGLS.unknown_instance_set(instance_set)
     refs = _refs()["tsp_uniform"]
@@ -153,7 +173,8 @@ class TSPGLS(Evaluator):
     direction = "minimize"
     primary_metric = "gap_percent"
     template = _TEMPLATE
-    instance_sets = ("train", "test", "tsplib")
+    instance_sets = ("train", "test", "test_published", "tsplib")
+    secret_sets: tuple[str, ...] = ("test",)
     default_train_set = "train"
     default_test_set = "test"
     limits = Limits(timeout_s=60.0, cpu_s=120, memory_mb=2048)
@@ -166,17 +187,29 @@ class TSPGLS(Evaluator):
     # (`top_k`), not by numpy's run-time-dispatched partition (tsplib was 0.81 / 0.85 on two CPUs).
     reference_figures = {
         "eoh_utility": {"train": {"gap_percent": 1.28}, "test": {"gap_percent": 0.96},
-                        "tsplib": {"gap_percent": 0.77}},
+                        "test_published": {"gap_percent": 0.96}, "tsplib": {"gap_percent": 0.77}},
         "no_guidance": {"train": {"gap_percent": 3.37}, "test": {"gap_percent": 3.27},
-                        "tsplib": {"gap_percent": 3.96}},
-    }
+                        "test_published": {"gap_percent": 3.27}, "tsplib": {"gap_percent": 3.96}},
+    }  # "test": measured on the published seeds (test_published); a secret draw gives other figures
     tags = ("routing", "tsp", "local search", "guided local search", "eoh")
     # issue 28: the candidate in a process of its own, a fresh one per instance (sandbox/_slotproc.py); the GLS
     # loop, its iteration budget and the instance stay in the algorithm's process, out of the candidate's reach
     slot_process = True
 
     def load_instances(self, instance_set: str) -> list[GLSTask]:
+        if instance_set == "test" and self.seeds_secret("test"):
+            return self.drawn_once("test", self._draw_test)
         return list(_load(instance_set))
+
+    def _draw_test(self, count: int | None = None) -> list[GLSTask]:
+        """The secret test set (its first ``count`` instances): the published sizes and budgets, seeds from the
+        key, each reference made now by :func:`reference_length`."""
+        out = []
+        for k, (_, n, public, its) in enumerate(random_set_specs("test")[:count]):
+            inst = random_uniform_instance(n, self.secret_seed(public, "test", k), f"uniform{n}_secret{k}")
+            d = inst.distance_matrix
+            out.append(GLSTask(TSPInstance(inst.name, d, inst.coords, reference_length(d), "lkh3"), its))
+        return out
 
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: GLSTask) -> list[int]:

@@ -10,15 +10,17 @@ import pickle
 import numpy as np
 import pytest
 
-from hifo.evaluators.atsp_construct import REFS_PATH, TSPLIB_NAMES, ATSPConstruct, random_set_specs
+from hifo.evaluators.atsp_construct import REFS_PATH, TSPLIB_NAMES, ATSPConstruct, random_set_specs, reference_length
 from hifo.evaluators.base import InfeasibleSolution
-from hifo.problems.routing import InvalidChoice, asymmetry, tour_length, triangle_violation
+from hifo.problems.routing import InvalidChoice, asymmetry, nearest_neighbour_tour, tour_length, triangle_violation
 from evalkit import compile_entry, run_set
 
 
 @pytest.fixture(scope="module")
 def ev():
-    return ATSPConstruct()
+    ev = ATSPConstruct()
+    ev.public_seeds = True  # "test" is the published set the reference figures were measured on
+    return ev
 
 
 compiled = partial(compile_entry, entry="select_next_node")
@@ -46,6 +48,29 @@ def test_instance_sets(ev):
         ev.load_instances("nope")
     assert pickle.loads(pickle.dumps(train[0])).name == train[0].name
     assert random_set_specs("train")[0] == ("tmat50_seed6000", 50, 6000)
+
+
+def test_the_test_set_is_a_secret_draw_with_lkh_references_and_test_published_is_the_published_one(ev, monkeypatch):
+    import elkai  # noqa: F401  (in the test extra)
+
+    published = ev.load_instances("test_published")
+    assert [i.name for i in published] == [i.name for i in ev.load_instances("test")]  # public_seeds
+    for inst in published[:2]:  # a draw's reference is the stored references' tool and settings: it remakes them
+        assert reference_length(inst.distance_matrix) == pytest.approx(inst.best_known, rel=1e-12)
+    fresh = ATSPConstruct()
+    monkeypatch.setattr(fresh, "_draw_test", partial(ATSPConstruct._draw_test, fresh, 3))  # the first 3: a few s
+    drawn = fresh.load_instances("test")
+    assert fresh.load_instances("test")[0] is drawn[0]  # drawn once per object
+    assert [i.n for i in drawn] == [20] * 3 and all(i.name == f"tmat20_secret{k}" for k, i in enumerate(drawn))
+    assert not any(np.array_equal(a.distance_matrix, b.distance_matrix) for a, b in zip(drawn, published))
+    assert not np.array_equal(ATSPConstruct()._draw_test(1)[0].distance_matrix, drawn[0].distance_matrix)
+    nn = [tour_length(nearest_neighbour_tour(i.distance_matrix), i.distance_matrix) for i in drawn]
+    assert all(i.best_known < length for i, length in zip(drawn, nn)) and {i.best_known_source for i in drawn} == {"lkh3"}
+    a, b = ATSPConstruct(), ATSPConstruct()  # one key, one draw, one reference: nothing else enters it
+    for x in (a, b):
+        x.use_secret_key(bytes(range(32)))
+    assert [(i.best_known, i.distance_matrix.tobytes()) for i in a._draw_test(2)] == \
+        [(i.best_known, i.distance_matrix.tobytes()) for i in b._draw_test(2)]
 
 
 def test_references(ev):

@@ -10,14 +10,16 @@ import numpy as np
 import pytest
 
 from hifo.evaluators.base import InfeasibleSolution
-from hifo.evaluators.tsp_gls import TSPLIB_NAMES, TSPGLS, random_set_specs
+from hifo.evaluators.tsp_gls import TSPLIB_NAMES, TSPGLS, random_set_specs, reference_length
 from hifo.problems.routing import InvalidGuide, nearest_neighbour_tour, tour_length
 from evalkit import compile_entry, run_set
 
 
 @pytest.fixture(scope="module")
 def ev():
-    return TSPGLS()
+    ev = TSPGLS()
+    ev.public_seeds = True  # "test" is the published set the reference figures were measured on
+    return ev
 
 
 compiled = partial(compile_entry, entry="update_edge_distance")
@@ -48,6 +50,31 @@ def test_instance_sets(ev):
         assert t.instance.best_known < 0.9 * tour_length(nearest_neighbour_tour(d), d)
 
 
+def test_the_test_set_is_a_secret_draw_with_lkh_references_and_test_published_is_the_published_one(ev, monkeypatch):
+    import elkai  # noqa: F401  (in the test extra)
+
+    published = ev.load_instances("test_published")
+    assert [t.name for t in published] == [t.name for t in ev.load_instances("test")]  # public_seeds
+    task = published[0]  # a draw's reference is the stored references' tool and settings: it remakes them
+    assert reference_length(task.instance.distance_matrix) == pytest.approx(task.instance.best_known, rel=1e-12)
+    fresh = TSPGLS()
+    monkeypatch.setattr(fresh, "_draw_test", partial(TSPGLS._draw_test, fresh, 2))  # the first 2: about a second
+    drawn = fresh.load_instances("test")
+    assert fresh.load_instances("test")[0] is drawn[0]  # drawn once per object
+    assert [(t.instance.n, t.iterations) for t in drawn] == [(50, 200)] * 2
+    assert [t.name for t in drawn] == ["uniform50_secret0", "uniform50_secret1"]
+    assert not any(np.array_equal(a.instance.coords, b.instance.coords) for a, b in zip(drawn, published))
+    assert not np.array_equal(TSPGLS()._draw_test(1)[0].instance.coords, drawn[0].instance.coords)
+    for t in drawn:  # LKH-3 is much better than nearest neighbour, as on the published instances
+        d = t.instance.distance_matrix
+        assert t.instance.best_known < 0.9 * tour_length(nearest_neighbour_tour(d), d)
+    a, b = TSPGLS(), TSPGLS()  # one key, one draw, one reference: nothing else enters it
+    for x in (a, b):
+        x.use_secret_key(bytes(range(32)))
+    assert [(t.instance.best_known, t.instance.coords.tobytes()) for t in a._draw_test(1)] == \
+        [(t.instance.best_known, t.instance.coords.tobytes()) for t in b._draw_test(1)]
+
+
 def test_baseline_train_figures_are_measured(ev):
     for name in ("eoh_utility", "no_guidance"):
         per, agg = evaluate(ev, compiled(ev.baselines[name]), "train")
@@ -61,7 +88,7 @@ def test_baseline_train_figures_are_measured(ev):
 @pytest.mark.slow
 def test_baseline_test_and_tsplib_figures_are_measured(ev):
     heuristic = compiled(ev.baselines["eoh_utility"])
-    for instance_set in ("test", "tsplib"):
+    for instance_set in ("test", "test_published", "tsplib"):
         _, agg = evaluate(ev, heuristic, instance_set)
         assert round(agg["gap_percent"], 2) == ev.reference_figures["eoh_utility"][instance_set]["gap_percent"]
 
