@@ -18,9 +18,9 @@ instances of ``optwvp_route``'s test sizes (20 x n=20, 20 x n=50, 10 x n=100) on
 as the stored data, two routes of each: the MILP-optimal route
 (:func:`hifo.evaluators.optwvp_route.draw_reference`: HiGHS to a proved optimum, the same whatever the
 load; its safety time limit was never reached) and the density-greedy route, each with its LP optimum
-(exact, HiGHS), so the reference of every drawn route is exact. One draw costs about 30 s of CPU (about
-55 s wall at a load of 2-4 on the 2-core machine; the n = 100 MILPs are most of it), once per evaluator
-object. ``test`` with ``public_seeds = True`` is ``test_published``.
+(exact, HiGHS), so the reference of every drawn route is exact. One draw costs 23-30 s of CPU (68 s wall
+at a load of 5 on the 2-core machine; the n = 100 MILPs are most of it), once per evaluator object.
+``test`` with ``public_seeds = True`` is ``test_published``.
 """
 
 from __future__ import annotations
