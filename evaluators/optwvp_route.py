@@ -9,8 +9,8 @@ starting inside its window with zero service, back by the horizon), runs stage 2
 STO procedure, proved optimal — see :mod:`hifo.problems.optwvp._stage2`) and reports the profit
 gap, in percent, to the best known profit.
 
-Sets. ``train`` (published seeds) and ``test_published`` (the published test seeds 2000-2209) read
-their best-known profits from stored data (``data/optwvp/refs.json``, written by
+Sets. ``train`` (published seeds) and ``test_published`` (the published test seeds 2000-2019,
+2100-2119, 2200-2209) read their best-known profits from stored data (``data/optwvp/refs.json``, written by
 ``hifo data optwvp-refs``): the HiGHS MILP optimum, proved, for every instance (n = 20, 50, 100
 nodes including the depot); the file records the source of each value, and an ILS best-of-3 as a
 cross-check. ``test`` (issue 28, "memorisation cannot pay") has the same sizes but is drawn per

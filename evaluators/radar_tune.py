@@ -22,7 +22,7 @@ proven optimum (TSPLIB):
   LKH-3 run at draw time as for the stored ones (elkai, 10 runs, on the exact integer matrix; LKH's
   seed is fixed, so it is the same whatever the load); its sampling seed is its secret seed. One draw
   costs about 4 s of CPU (4.6 s wall on the 2-core machine at a load of 4);
-* ``test_published`` — the same groups on the published seeds 8100-8215 with the stored LKH-3
+* ``test_published`` — the same groups on the published seeds 8100-8131 and 8200-8215 with the stored LKH-3
   lengths: the set of the reference figures, and ``test`` itself with ``public_seeds = True``;
 * ``tsplib`` — the 15 TSPLIB ATSP instances with n <= 171 (model ``radar_atsp50_radar``;
   far outside its training distribution; public, as TSPLIB is).

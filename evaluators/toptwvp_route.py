@@ -17,8 +17,8 @@ known team profit. Each instance has a time limit, timed by the parent.
 
 Instances: the OPTWVP generator (:func:`hifo.problems.optwvp.generate_instance`, n = 50 and 100 with
 the official DeCoST horizons, the single-vehicle horizon for every vehicle: the official team
-settings are not reproduced). ``train`` and ``test_published`` (the published test seeds 4000-4304)
-read their best-known profits from stored data (``data/optwvp/toptwvp_refs.json``, written by
+settings are not reproduced). ``train`` and ``test_published`` (the published test seeds 4000-4009,
+4100-4109, 4200-4204, 4300-4304) read their best-known profits from stored data (``data/optwvp/toptwvp_refs.json``, written by
 ``hifo data toptwvp-refs``): the HiGHS MILP (``solve_milp(vehicles=m)``) optimum, proved, with the
 team ILS as a cross-check. ``test`` (issue 28, "memorisation cannot pay") has the same groups but is
 drawn per evaluator object from a secret key (:meth:`~hifo.evaluators.base.Evaluator.secret_seed`):
