@@ -21,6 +21,17 @@ work budget (primary) and the final primal gap against the stored best-known obj
 counted in the algorithm's process in the sandbox child, where no candidate code runs; the parent still
 clamps each trajectory entry at the verified objective.
 
+Instance sets (:mod:`hifo.evaluators._milp_sets`, shared with ``milp_primal``): ``train`` (published seeds 100, one
+per family), ``test`` (3 per family, drawn per evaluator object from a secret, issue 28; a drawn instance's work
+budget is its family's median published budget, its best-known objective HiGHS alone for 6 times that budget in
+work ticks, computed in the parent at its first score: 0.7-11.5 CPU s per instance, the draw itself about 1.3 CPU s
+on 2 cores) and ``test_published`` (seeds 200-202 with the stored budgets and references; ``test`` with
+``public_seeds = True``). The draws come from the generators and sizes FMIP's network was trained on (the
+``fmip_data`` collection: the same families and ``SIZES``, seeds 1000-1011), so a draw is in the training
+distribution as much as the published test set is (``tests/evaluators/test_fmip_guidance.py`` checks the
+families and sizes). The guidance sees no instance data (only ``t``, ``step``, ``n_steps``), so it cannot name the
+instance it is on; the secret draw keeps a search from tuning to the published test set.
+
 Reference figures: both baselines measured in-process (:func:`hifo.evaluators.base.measured_figures`)
 and stored in ``evaluators/data/milp/fmip_reference_figures.json``; ``python -m
 hifo.evaluators.fmip_guidance`` rewrites them (rerun it after retraining the weights). The tests re-check
@@ -37,11 +48,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 
+from hifo.evaluators._milp_sets import PUBLISHED_SETS, best_known_of, draw_test, prepare_references, \
+    published_instances
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits, measured_figures
-from hifo.problems.milp import (InfeasiblePoint, MILPInstance, check_solution, collection, primal_gap,
-                                primal_integral)
+from hifo.problems.milp import InfeasiblePoint, MILPInstance, check_solution, primal_gap, primal_integral
 
-DATA = Path(__file__).parent / "data" / "milp" / "best_known.json"
 REFS = Path(__file__).parent / "data" / "milp" / "fmip_reference_figures.json"
 MAKE_REFS = "python -m hifo.evaluators.fmip_guidance"
 GUIDANCE_CPU_S = 1.0  # the guidance's own CPU cap per instance (40 calls; beyond it: fails)
@@ -85,18 +96,10 @@ _UNGUIDED_BODY = ('    # No guidance: plain flow-matching samples.\n'
 
 @lru_cache(maxsize=None)
 def _load(instance_set: str) -> tuple[dict, ...]:
-    if instance_set not in ("train", "test"):
-        raise FMIPGuidance.unknown_instance_set(instance_set, ("train", "test"))
-    refs = json.loads(DATA.read_text())
-    out = []
-    for inst in collection(instance_set):
-        if "work_limit" not in refs[inst.name]:
-            raise RuntimeError(f"{inst.name}: no stored work budget; run `python -m hifo.evaluators.milp_primal "
-                               "--work-limits`")
-        ref = refs[inst.name]
-        out.append({"milp": inst, "work_limit": float(ref["work_limit"]), "best_known": float(ref["objective"]),
-                    "work_per_cpu_s": float(ref["work_limit"]) / float(ref["work_calibration_cpu_s"])})
-    return tuple(out)
+    name = "test_published" if instance_set == "test" else instance_set  # "test" here: the published seeds
+    if name not in PUBLISHED_SETS:
+        raise FMIPGuidance.unknown_instance_set(instance_set)
+    return tuple(published_instances(PUBLISHED_SETS[name]))
 
 
 def _load_refs() -> dict[str, dict[str, dict[str, float]]]:
@@ -137,7 +140,8 @@ class FMIPGuidance(Evaluator):
     direction = "minimize"
     primary_metric = "primal_integral"
     template = _TEMPLATE
-    instance_sets = ("train", "test")
+    instance_sets = ("train", "test", "test_published")
+    secret_sets = ("test",)
     limits = Limits(timeout_s=120.0, cpu_s=240, memory_mb=8192)  # torch needs address space
     # The budget is HiGHS work ticks (deterministic): the same score on every machine, whatever its load.
     baselines = {
@@ -155,7 +159,13 @@ class FMIPGuidance(Evaluator):
     slot_process = True
 
     def load_instances(self, instance_set: str) -> list[dict]:
+        if instance_set == "test" and self.seeds_secret("test"):
+            return self.drawn_once("test", lambda: draw_test(self.secret_seed))
         return list(_load(instance_set))
+
+    def prepare_references(self, instance_set: str = "test") -> None:
+        """Compute the best-known objectives of a drawn set now (otherwise each is computed at its first score)."""
+        prepare_references(self.load_instances(instance_set))
 
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: dict) -> dict[str, Any]:
@@ -191,7 +201,7 @@ class FMIPGuidance(Evaluator):
         except InfeasiblePoint as exc:
             raise InfeasibleSolution(f"{inst.name}: {exc}") from None
         obj = inst.objective(x)
-        ref = min(obj, instance["best_known"])
+        ref = min(obj, best_known_of(instance))  # stored (published sets) or computed once at the first score
         traj = []  # ticks counted in the child; no entry may claim better than the verified point
         for item in solution.get("trajectory") or []:
             t, o = float(item[0]), float(item[1])
@@ -225,16 +235,20 @@ def _model():
 
 
 def make_refs(instance_sets: tuple[str, ...] = ("train",)) -> dict[str, dict[str, dict[str, float]]]:
-    """Both baselines' aggregate figures on ``instance_sets``, measured in-process the way the sandbox runs them."""
+    """Both baselines' aggregate figures on ``instance_sets`` (published seeds: "test" is "test_published"),
+    measured in-process the way the sandbox runs them."""
     import torch
 
     torch.set_num_threads(1)
     ev = FMIPGuidance()
+    ev.public_seeds = True  # a secret draw has no stored figure
     out: dict[str, dict[str, dict[str, float]]] = {}
     for name, source in ev.baselines.items():
         ns: dict[str, Any] = {}
         exec(source, ns)  # trusted: our own baselines
         out[name] = {s: measured_figures(ev, ns[ev.template.name], s) for s in instance_sets}
+        if "test" in out[name]:
+            out[name]["test_published"] = out[name]["test"]  # the same published instances
     return out
 
 

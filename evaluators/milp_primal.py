@@ -13,8 +13,12 @@ branch-and-cut loop, single-threaded, fixed seed), so every machine computes the
 and the same score whatever its speed or load. Each instance's budget (``work_limit`` in
 ``evaluators/data/milp/best_known.json``) is the number of ticks HiGHS alone spent in
 ``CALIBRATION_CPU_S`` CPU seconds on the machine that stored it (a 2-core AMD EPYC, 2026-12-06):
-measured once, then data. The heuristic's own CPU time (its slot process's, read from outside it
-by the algorithm, :mod:`hifo.sandbox._slotproc`, plus any in this process) is free up to
+measured once, then data. The ``test`` set is drawn per evaluator object from a secret (issue 28); a drawn
+instance's budget is its family's median published budget and its best-known objective HiGHS alone for 6 times
+that budget in work ticks (:mod:`hifo.evaluators._milp_sets`, where the rule's distance to the stored budgets is
+measured); the published test set stays as ``test_published``. The heuristic's own CPU time (its slot
+process's, read from outside it by the algorithm, :mod:`hifo.sandbox._slotproc`, plus any in this process) is
+free up to
 ``FREE_CPU_S`` (an honest numpy heuristic takes a few milliseconds: its score is then the same
 number on every machine), charged beyond that in ticks at the instance's calibrated rate
 (``work_limit / work_calibration_cpu_s``: a heuristic that runs a solver of its own pays for it, and
@@ -25,9 +29,9 @@ Metrics (per instance; the parent verifies rows, bounds and integrality of the r
 itself and recomputes the objective from it):
 
 * ``primal_integral`` (primary): Berthold's primal integral over the work budget, normalised by
-  it, of the improving-solution trajectory against a stored best-known objective
-  (``evaluators/data/milp/best_known.json``, HiGHS with ``REF_TIME_LIMIT`` CPU seconds;
-  regenerate with ``python -m hifo.evaluators.milp_primal``); a better-than-known solution
+  it, of the improving-solution trajectory against a best-known objective (published sets: stored in
+  ``evaluators/data/milp/best_known.json``, HiGHS with ``REF_TIME_LIMIT`` CPU seconds, regenerate with
+  ``python -m hifo.evaluators.milp_primal``; a secret draw: computed as above); a better-than-known solution
   counts 0. Its ticks are counted in the algorithm's process in the sandbox child (where no
   candidate code runs); the parent clamps every entry at the verified objective.
   (At the instance sizes of ``hifo.problems.milp.SIZES`` HiGHS alone does not reach the
@@ -40,7 +44,6 @@ itself and recomputes the objective from it):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from functools import lru_cache
@@ -49,18 +52,18 @@ from typing import Any, Callable
 
 import numpy as np
 
+from hifo.evaluators._milp_sets import (CALIBRATION_CPU_S, DATA, PUBLISHED_SETS, REF_TIME_LIMIT, best_known,
+                                       best_known_of, draw_test, fingerprint, prepare_references,
+                                       published_instances)
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
 from hifo.problems.milp import (InfeasiblePoint, MILPInstance, check_solution, collection,
                            cpu_now, dive_and_solve, primal_gap, primal_integral, solve_highs, solve_lp)
 
-DATA = Path(__file__).parent / "data" / "milp" / "best_known.json"
 FIGURES = Path(__file__).parent / "data" / "milp" / "milp_primal_reference_figures.json"
 FIX_THRESHOLD = 0.9
-CALIBRATION_CPU_S = {"train": 1.0, "test": 2.0}  # CPU s of HiGHS alone behind each instance's work budget
 HEURISTIC_CPU_S = 1.0  # the heuristic's own CPU cap per instance (beyond it: fails)
 FREE_CPU_S = 0.05  # of which this much is not charged (beyond it: ticks at the instance's calibrated rate)
 INSTANCE_WALL_S = 60.0  # the parent's safety net per instance (the work budget, not this, decides the score)
-REF_TIME_LIMIT = 12.0  # HiGHS CPU seconds behind the stored best-known objectives
 
 _DOCSTRING = """Proposes a value and a confidence for every variable of a MILP, from its LP relaxation.
 
@@ -103,42 +106,18 @@ _HINT_ONLY_BODY = ("    # Fix nothing: HiGHS alone, started from the rounded LP 
                    "    return np.where(is_int, np.round(x_lp), x_lp), np.zeros_like(x_lp)\n")
 
 
-def fingerprint(inst: MILPInstance) -> str:
-    """Short hash of the instance data, so stored references cannot drift from the generator."""
-    h = hashlib.sha256()
-    for arr in (inst.c, inst.A.data, inst.A.indices, inst.A.indptr, inst.row_lo, inst.row_hi,
-                inst.lb, inst.ub, inst.is_int):
-        h.update(np.ascontiguousarray(arr).tobytes())
-    return h.hexdigest()[:16]
-
-
-@lru_cache(maxsize=1)
-def best_known() -> dict[str, dict]:
-    return json.loads(DATA.read_text())
-
-
 @lru_cache(maxsize=None)
 def _load(instance_set: str) -> tuple[dict, ...]:
-    if instance_set not in CALIBRATION_CPU_S:
-        raise MILPPrimal.unknown_instance_set(instance_set, ("train", "test"))
-    return tuple(milp_instances(instance_set))
+    name = "test_published" if instance_set == "test" else instance_set  # "test" here: the published seeds
+    if name not in PUBLISHED_SETS:
+        raise MILPPrimal.unknown_instance_set(instance_set)
+    return tuple(published_instances(PUBLISHED_SETS[name]))
 
 
 def milp_instances(instance_set: str) -> list[dict]:
-    """The instances of ``instance_set`` with their stored best-known objective and work budget."""
-    refs = best_known()
-    out = []
-    for inst in collection(instance_set):
-        ref = refs[inst.name]
-        if ref["fingerprint"] != fingerprint(inst):
-            raise RuntimeError(f"{inst.name}: generator output differs from the stored reference; "
-                               "rerun `python -m hifo.evaluators.milp_primal`")
-        if "work_limit" not in ref:
-            raise RuntimeError(f"{inst.name}: no stored work budget; run `python -m hifo.evaluators.milp_primal "
-                               "--work-limits`")
-        out.append({"milp": inst, "work_limit": float(ref["work_limit"]), "best_known": float(ref["objective"]),
-                    "work_per_cpu_s": float(ref["work_limit"]) / float(ref["work_calibration_cpu_s"])})
-    return out
+    """The instances of a published collection (``train``, ``test``) with their stored best-known objective and
+    work budget."""
+    return published_instances(instance_set)
 
 
 class HeuristicOverBudget(RuntimeError):
@@ -199,7 +178,7 @@ def score_primal(instance: dict, solution: Any) -> dict[str, float]:
     except InfeasiblePoint as exc:
         raise InfeasibleSolution(f"{inst.name}: {exc}") from None
     obj = inst.objective(x)
-    best = instance["best_known"]
+    best = best_known_of(instance)  # stored (published sets) or computed once at the first score (a draw)
     gap = primal_gap(obj, min(obj, best))
     traj = []
     for item in solution.get("trajectory") or []:
@@ -215,7 +194,18 @@ def score_primal(instance: dict, solution: Any) -> dict[str, float]:
 
 
 class MILPPrimal(Evaluator):
-    """Evolve a primal heuristic (LP-based rounding + fixing) whose output seeds HiGHS."""
+    """Evolve a primal heuristic (LP-based rounding + fixing) whose output seeds HiGHS.
+
+    Instance sets (:mod:`hifo.evaluators._milp_sets`): ``train`` (one instance per family, published seeds 100),
+    ``test`` (3 per family, drawn per evaluator object from a secret, issue 28: from the published seeds a
+    heuristic can name its instance by its data and return a point stored offline,
+    ``tests/evaluators/attacks/milp_published_points.py`` and ``milp_seed_replay.py``; each drawn instance's
+    work budget is its family's median published budget, its best-known objective HiGHS alone for 6 times that
+    budget in work ticks, computed in the parent at its first score: 0.7-11.5 CPU s per instance, 117 CPU s for
+    all 18 on 2 cores at load 0.5-6; the draw itself about 1.3 CPU s) and ``test_published`` (the published
+    seeds 200-202 with the stored references and budgets: the set of the reference figures, and ``test`` itself
+    with ``public_seeds = True``).
+    """
 
     name = "milp_primal"
     description = (
@@ -233,7 +223,8 @@ class MILPPrimal(Evaluator):
     direction = "minimize"
     primary_metric = "primal_integral"
     template = _TEMPLATE
-    instance_sets = ("train", "test")
+    instance_sets = ("train", "test", "test_published")
+    secret_sets = ("test",)
     limits = Limits(timeout_s=60.0, cpu_s=120, memory_mb=4096)
     # The budget is HiGHS work ticks (deterministic): the same score on every machine, whatever its load.
     baselines = {
@@ -242,12 +233,19 @@ class MILPPrimal(Evaluator):
     }
     # Measured with `python -m hifo.evaluators.milp_primal --figures` and stored as data; the tests re-check
     # them exactly (they are the same numbers on every machine).
+    # "test" and "test_published" are the same published instances there (a draw has no stored figure).
     reference_figures = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
     tags = ("milp", "primal heuristic", "highs", "neural diving")
     slot_process = True  # called once per instance: the candidate runs in a process of its own
 
     def load_instances(self, instance_set: str) -> list[dict]:
+        if instance_set == "test" and self.seeds_secret("test"):
+            return self.drawn_once("test", lambda: draw_test(self.secret_seed))
         return list(_load(instance_set))
+
+    def prepare_references(self, instance_set: str = "test") -> None:
+        """Compute the best-known objectives of a drawn set now (otherwise each is computed at its first score)."""
+        prepare_references(self.load_instances(instance_set))
 
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: dict) -> dict[str, Any]:
@@ -296,15 +294,18 @@ def make_work_limits(path: Path = DATA, repeats: int = 3) -> dict:
 
 
 def make_figures(path: Path = FIGURES) -> dict:
-    """Both baselines' aggregate figures on train and test (deterministic: stored and re-checked exactly)."""
+    """Both baselines' aggregate figures on train and the published test set, stored under "test" and
+    "test_published" (deterministic: stored and re-checked exactly)."""
     from hifo.evaluators.base import measured_figures
 
     ev = MILPPrimal()
+    ev.public_seeds = True  # the published sets: a secret draw has no stored figure
     out: dict[str, dict] = {}
     for name, source in ev.baselines.items():
         ns: dict[str, Any] = {}
         exec(source, ns)  # trusted: our own baselines
-        out[name] = {s: measured_figures(ev, ns[ev.template.name], s) for s in ev.instance_sets}
+        out[name] = {s: measured_figures(ev, ns[ev.template.name], s) for s in ("train", "test_published")}
+        out[name]["test"] = out[name]["test_published"]
     path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     return out
 

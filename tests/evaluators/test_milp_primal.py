@@ -35,7 +35,8 @@ def baseline_runs(ev):
 
 def test_declaration(ev):
     assert ev.name == "milp_primal" and ev.direction == "minimize"
-    assert ev.primary_metric == "primal_integral" and set(ev.instance_sets) == {"train", "test"}
+    assert ev.primary_metric == "primal_integral" and set(ev.instance_sets) == {"train", "test", "test_published"}
+    assert ev.secret_sets == ("test",)
     assert "def primal_heuristic(" in ev.baseline_source()
     insts = ev.load_instances("train")
     assert {i["milp"].family for i in insts} == {"setcover", "cauctions", "indset", "intcover", "gisp",
@@ -116,7 +117,61 @@ def test_work_budget_gives_identical_trajectories(ev):
 def test_stored_references_match_generators(ev):
     from hifo.evaluators.milp_primal import best_known
     refs = best_known()
-    for s in ev.instance_sets:
+    for s in ("train", "test_published"):  # the published sets ("test" is a draw)
         for inst in ev.load_instances(s):
             assert refs[inst["milp"].name]["fingerprint"] == fingerprint(inst["milp"])
             assert refs[inst["milp"].name]["bound"] <= inst["best_known"] + 1e-6
+
+
+def test_the_test_set_is_a_secret_draw_with_rule_budgets_and_test_published_is_the_published_one(ev):
+    """issue 28: "test" is drawn per evaluator object (the same generators and sizes, secret seeds); each drawn
+    instance's budget is its family's median published budget; the published set stays as test_published, and as
+    "test" with public_seeds, with the stored budgets and references."""
+    import statistics
+
+    from hifo.evaluators._milp_sets import family_budgets
+
+    published = ev.load_instances("test_published")
+    public = MILPPrimal()
+    public.public_seeds = True
+    assert [i["milp"].name for i in public.load_instances("test")] == [i["milp"].name for i in published]
+    assert all(i["best_known"] is not None for i in published)
+    drawn = ev.load_instances("test")
+    assert [i["milp"].family for i in drawn] == [i["milp"].family for i in published]
+    assert all("secret" in i["milp"].name and str(i["milp"].name).count("_s") == 1 for i in drawn)  # no seed named
+    assert {fingerprint(i["milp"]) for i in drawn}.isdisjoint(fingerprint(i["milp"]) for i in published)
+    assert [fingerprint(i["milp"]) for i in ev.load_instances("test")] == [fingerprint(i["milp"]) for i in drawn]
+    other = MILPPrimal().load_instances("test")  # another object, another key, another draw
+    assert all(fingerprint(a["milp"]) != fingerprint(b["milp"]) for a, b in zip(drawn, other))
+    for family in {i["milp"].family for i in published}:  # the rule: the family's median published budget
+        median = statistics.median(i["work_limit"] for i in published if i["milp"].family == family)
+        assert family_budgets()[family] == median
+        assert {(i["work_limit"], i["work_per_cpu_s"], i["reference_work"]) for i in drawn
+                if i["milp"].family == family} == {(median, median / 2.0, 6 * median)}
+    assert all(i["best_known"] is None for i in drawn)  # computed at the first score (best_known_of)
+    for a, b in zip(drawn, published):  # the published sizes (set cover's and the auctions' variables are fixed)
+        if a["milp"].family in ("setcover", "cauctions", "indset"):
+            assert a["milp"].n_vars == b["milp"].n_vars
+
+
+def test_a_drawn_instance_s_reference_is_highs_on_the_work_clock_computed_once(ev):
+    """The reference of a drawn instance: HiGHS alone for ``reference_work`` ticks, the same number on every run
+    (a deterministic clock), cached per instance data; a solution better than it counts as gap 0."""
+    from hifo.evaluators import _milp_sets
+
+    instance = dict(min(ev.load_instances("test"), key=lambda i: i["milp"].n_vars), reference_work=8.0)  # short
+    first = _milp_sets.best_known_of(instance)
+    assert first == _milp_sets.reference_objective(instance["milp"], 8.0)  # a fresh solve: the same number
+    calls = []
+    real = _milp_sets.reference_objective
+    try:
+        _milp_sets.reference_objective = lambda *a: calls.append(a) or real(*a)
+        assert _milp_sets.best_known_of(instance) == first and not calls  # cached
+    finally:
+        _milp_sets.reference_objective = real
+    from hifo.problems.milp import check_solution, primal_gap
+
+    h = compiled(ev.baselines["lp_hint_only"])
+    solution = json.loads(json.dumps(ev.solve(h, instance)))
+    obj = instance["milp"].objective(check_solution(instance["milp"], solution["x"]))
+    assert ev.score(instance, solution)["primal_gap"] == primal_gap(obj, min(obj, first))
