@@ -16,8 +16,8 @@ PyVRP (one run, seed 0; not an optimum: a heuristic could in principle reach a s
   2,500 for n = 100), never a clock, so it is a function of the instance and the same under any load. The
   stored references were made with a clock instead (below); on the published test set this budget's costs
   are on average 0.01 % above them (n = 20: equal on all 16; n = 50: +0.006 %, from -0.86 % to +1.30 %;
-  n = 100: +0.04 %, from -0.26 % to +0.22 %). A draw costs about 55 s on this project's 2-core machine at a
-  load average of 4-5 (measured; the 40 PyVRP runs are the cost);
+  n = 100: +0.04 %, from -0.26 % to +0.22 %). A draw costs 31 s of CPU, measured on this project's 2-core
+  machine (54-67 s of wall clock at a load average of 4-6; the 40 PyVRP runs are the cost);
 * ``test_published`` — the same sizes on the published seeds 7100-7307 with the stored references: the set
   of the reference figures, and ``test`` itself with ``public_seeds = True``.
 
@@ -180,7 +180,7 @@ class ACVRPConstruct(Evaluator):
     reference_figures = {
         "nearest_neighbour": {"train": {"gap_percent": 36.84}, "test": {"gap_percent": 37.28},
                               "test_published": {"gap_percent": 37.28}},
-    }  # "test": measured on the published seeds (test_published); a secret draw gives other figures
+    }  # "test": on the published seeds (test_published); one secret draw: 34.47
     slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("routing", "cvrp", "asymmetric", "constructive", "eoh")
 

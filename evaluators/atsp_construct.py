@@ -11,8 +11,9 @@ of the closed tour to a reference length:
   (issue 28: from published seeds a rule could rebuild every instance and follow a carried LKH-3 tour,
   ``tests/evaluators/attacks/atsp_column_fingerprint.py``); each drawn instance's reference is LKH-3 run
   at draw time with the settings of the stored references (elkai, 10 runs, on the exact integer matrix;
-  LKH-3's own seed is fixed, so the reference is a function of the instance): about 20 s per draw on this
-  project's 2-core machine at a load average of 5 (measured);
+  LKH-3's own seed is fixed, so the reference is a function of the instance): 10 s of CPU per draw, measured
+  on this project's 2-core machine (18-25 s of wall clock at a load average of 5-6, once 53 s at a heavier
+  load);
 * ``test_published`` — the same sizes on the published seeds 6100-6307 with the stored references: the set
   of the reference figures, and ``test`` itself with ``public_seeds = True``;
 * ``tsplib`` — the 15 TSPLIB ATSP instances with n <= 171 (br17 ... ftv170), proven optima.
@@ -145,7 +146,7 @@ class ATSPConstruct(TSPConstruct):
     reference_figures = {
         "nearest_neighbour": {"train": {"gap_percent": 38.06}, "test": {"gap_percent": 33.78},
                               "test_published": {"gap_percent": 33.78}, "tsplib": {"gap_percent": 33.69}},
-    }  # "test": measured on the published seeds (test_published); a secret draw gives other figures
+    }  # "test": on the published seeds (test_published); one secret draw: 30.64
     slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("routing", "atsp", "asymmetric", "constructive", "eoh")
 
