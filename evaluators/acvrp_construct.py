@@ -13,8 +13,9 @@ PyVRP (one run, seed 0; not an optimum: a heuristic could in principle reach a s
   from published seeds a rule could rebuild every instance and replay carried PyVRP routes,
   ``tests/evaluators/attacks/acvrp_route_table.py``). Each drawn instance's reference is PyVRP run at draw
   time with seed 0 and an iteration budget (:data:`REFERENCE_ITERATIONS`: 2,000 iterations for n <= 50,
-  2,500 for n = 100), never a clock, so it is a function of the instance and the same under any load. The
-  stored references were made with a clock instead (below); on the published test set this budget's costs
+  2,500 for n = 100), never a clock, so it is a function of the instance (and of the PyVRP version, named in
+  each drawn instance's ``best_known_source``; 0.14.1 made the stored references) and the same under any load.
+  The stored references were made with a clock instead (below); on the published test set this budget's costs
   are on average 0.01 % above them (n = 20: equal on all 16; n = 50: +0.006 %, from -0.86 % to +1.30 %;
   n = 100: +0.04 %, from -0.26 % to +0.22 %). A draw costs 31 s of CPU, measured on this project's 2-core
   machine (54-67 s of wall clock at a load average of 4-6; the 40 PyVRP runs are the cost);
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import warnings
 from functools import lru_cache
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Callable
 
@@ -93,9 +95,13 @@ def pyvrp_reference(instance: CVRPInstance, iterations: int, seed: int = REFEREN
     """PyVRP's routes for ``instance`` after ``iterations`` iterations of its search (seeded): the model of
     :func:`hifo.problems.routing.pyvrp_acvrp` (arc costs x ``scale`` rounded), stopped by an iteration count
     instead of a clock, so the result does not depend on the machine's load. Needs the optional ``pyvrp``."""
-    from pyvrp import Model
-    from pyvrp.exceptions import PenaltyBoundWarning
-    from pyvrp.stop import MaxIterations
+    try:
+        from pyvrp import Model
+        from pyvrp.exceptions import PenaltyBoundWarning
+        from pyvrp.stop import MaxIterations
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("a secret acvrp_construct test draw needs the 'pyvrp' package for its references: "
+                          "pip install 'pyvrp==0.14.1' (the version of the stored references)") from exc
 
     weights = np.rint(np.asarray(instance.distance_matrix, dtype=np.float64) * scale).astype(np.int64)
     np.fill_diagonal(weights, 0)
@@ -196,7 +202,7 @@ class ACVRPConstruct(Evaluator):
         for k, (_, n, public) in enumerate(random_set_specs("test")[:count]):
             inst = random_acvrp_instance(n, self.secret_seed(public, "test", k), name=f"acvrp{n}_secret{k}")
             out.append(CVRPInstance(inst.name, inst.distance_matrix, inst.demands, inst.capacity,
-                                    reference_cost(inst), f"pyvrp {REFERENCE_ITERATIONS[n]} it"))
+                                    reference_cost(inst), f"pyvrp {version('pyvrp')} {REFERENCE_ITERATIONS[n]} it"))
         return out
 
     @staticmethod
