@@ -52,3 +52,20 @@ def test_stateful_reference_reproduces(ev):
 def test_bad_schedules_are_infeasible(ev, bad):
     with pytest.raises(InfeasibleSolution):
         ev.score(ev.load_instances("train")[0], bad)
+
+
+def test_the_test_set_is_a_secret_draw_and_the_published_one_stays(ev):
+    """Issue 28: ``test``'s data and training seeds come from the object's secret key (the same draw for every call
+    on one object, another on another object); ``test_published`` and ``public_seeds`` give the stored seeds."""
+    published = ev.load_instances("test_published")
+    assert {i.seed for i in published} == {2, 3} and len(published) == 12
+    fresh = TBPTTBurnIn()
+    drawn = fresh.load_instances("test")
+    assert drawn == fresh.load_instances("test") and all("secret" in i.name for i in drawn)
+    assert [(i.init, i.window) for i in drawn] == [(i.init, i.window) for i in published]
+    assert len({i.seed for i in drawn}) == 2 and not {i.seed for i in drawn} & {0, 1, 2, 3}
+    assert {i.seed for i in drawn}.isdisjoint({i.seed for i in TBPTTBurnIn().load_instances("test")})
+    public = TBPTTBurnIn()
+    public.public_seeds = True
+    assert public.load_instances("test") == published
+    assert ev.reference_figures["half"]["test_published"] == ev.reference_figures["half"]["test"]
