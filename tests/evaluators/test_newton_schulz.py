@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from hifo.evaluators.base import InfeasibleSolution
-from hifo.evaluators.newton_schulz import NewtonSchulzSchedule, check_schedule, shape_key
+from hifo.evaluators.newton_schulz import NewtonSchulzSchedule, _hidden_shapes, check_schedule, shape_key
 from evalkit import assert_figure, compile_entry
 
 
@@ -118,3 +118,14 @@ def test_through_the_sandbox(ev):
         score = CandidateEvaluator(ev, "train", executor).evaluate(ev.baselines["muon_quintic"])
     assert score.feasible, score.error
     assert_figure(ev, score.objective, ev.reference_figures["muon_quintic"]["train"]["objective"], "objective")
+
+
+def test_every_instance_asks_the_slot_the_same_questions(ev, instance):
+    """Issue 28, memorisation: ``ns_schedule(m, n)`` is asked for matrix shapes only, and every instance, whatever its
+    seeds, asks for the same shapes in the same order (the synthetic matrices' and every task's gradients'), so a
+    candidate answers the published test set exactly as any redraw of it: there is no instance to recognise, and a
+    table can only be a schedule per shape, which is what the slot asks for (kept published; see the class)."""
+    asked = [shape_key(m, n) for m, n in instance.shapes]
+    assert all([shape_key(m, n) for m, n in i.shapes] == asked for i in ev.load_instances("test"))
+    assert {shape_key(m, n) for task in ("digits_mlp", "digits_cnn", "markov_lm")
+            for m, n in _hidden_shapes(task)} <= set(asked)
