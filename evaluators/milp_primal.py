@@ -108,10 +108,9 @@ _HINT_ONLY_BODY = ("    # Fix nothing: HiGHS alone, started from the rounded LP 
 
 @lru_cache(maxsize=None)
 def _load(instance_set: str) -> tuple[dict, ...]:
-    name = "test_published" if instance_set == "test" else instance_set  # "test" here: the published seeds
-    if name not in PUBLISHED_SETS:
+    if instance_set not in PUBLISHED_SETS:
         raise MILPPrimal.unknown_instance_set(instance_set)
-    return tuple(published_instances(PUBLISHED_SETS[name]))
+    return tuple(published_instances(PUBLISHED_SETS[instance_set]))
 
 
 def milp_instances(instance_set: str) -> list[dict]:
@@ -241,7 +240,7 @@ class MILPPrimal(Evaluator):
     def load_instances(self, instance_set: str) -> list[dict]:
         if instance_set == "test" and self.seeds_secret("test"):
             return self.drawn_once("test", lambda: draw_test(self.secret_seed))
-        return list(_load(instance_set))
+        return list(_load("test_published" if instance_set == "test" else instance_set))  # "test": published seeds
 
     def prepare_references(self, instance_set: str = "test") -> None:
         """Compute the best-known objectives of a drawn set now (otherwise each is computed at its first score)."""
