@@ -30,10 +30,13 @@ and sizes as the published sets (and as FMIP's training data, ``fmip_data``), se
   rule's budget): the same objective as the stored one on 13 of 18, worse on 5 (by 0.12-0.40 %, and 2.6 % on
   ``cauction_100x500_s202``): the stored references' 12 CPU s are 1.2-3 times as many ticks at the tick costs measured here.
   Computed in the parent when an instance is first scored (:func:`best_known_of`), cached per instance data:
-  0.7-11.5 CPU s each, 117 CPU s for the 18 published test instances (2-core EPYC, load 0.5-6), so scoring a
-  slice of the draw costs only that slice's references; :func:`prepare_references` computes them all ahead.
+  0.7-11.5 CPU s each, 117 CPU s for the 18 published test instances (2-core EPYC, load 0.5-6) and 109 CPU s
+  (212 s wall at load 5-6) for one secret draw's 18, so scoring a slice of the draw costs only that slice's
+  references (the attack tests score one instance). ``prepare_references`` (on both evaluators) computes them all
+  ahead; a run's draw-ahead thread (``agents/run_kb.py::draw_secret_test_ahead``) does not call it yet, so until it
+  does a run's final test evaluation includes those ~110 CPU s of reference solves.
 
-The draw itself (the 18 generator calls) takes about 1.3 CPU s (2.9 s wall at load 4).
+The draw itself (the 18 generator calls) takes about 1.2-1.3 CPU s (1.9-2.9 s wall at load 4-6).
 """
 
 from __future__ import annotations
