@@ -32,6 +32,24 @@ def test_the_test_set_is_drawn_from_a_secret_per_object():
     assert [i.name for i in a.load_instances("train")] == ["n800_d16_del30"]
 
 
+def test_the_rules_seed_argument_does_not_give_the_secret_data_seed_away():
+    """The slot's ``seed`` is ``rule_seed * 1000003 + deletion index``: on a secret draw ``rule_seed`` is a secret of its
+    own (it was the data seed, from which a rule rebuilt the points and held-out queries with numpy); on the
+    published sets it is still the data seed, so every baseline, ``spatch_random`` included, scores as before."""
+    from hifo.problems.hnsw import data_and_queries
+
+    drawn = HNSWDelete().load_instances("test")[0]
+    drawn = type(drawn)(drawn.name, drawn.X, drawn.Q, drawn.base, drawn.order[:3], drawn.seed, drawn.rule_seed)
+    seen = []
+    HNSWDelete.solve(lambda **view: seen.append(view["seed"]) or [[] for _ in view["d_p"]], drawn)
+    assert seen and {s % 1_000_003 for s in seen} <= {0, 1, 2}
+    assert all(s // 1_000_003 == drawn.rule_seed != drawn.seed for s in seen)
+    assert not np.array_equal(data_and_queries(1000, 24, seen[0] // 1_000_003)[0], drawn.X)
+    public = HNSWDelete()
+    public.public_seeds = True
+    assert all(i.rule_seed is None and i.seed == 11 for i in public.load_instances("test"))
+
+
 compiled = partial(compile_entry, entry="repair")
 
 
