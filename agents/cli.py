@@ -108,6 +108,9 @@ def run(
     patience: Optional[int] = typer.Option(None, "--patience", help="stop after N generations without a new best"),
     repair: Optional[bool] = typer.Option(None, "--repair/--no-repair",
                                           help="send a failing candidate's error back to the model once [default: on]"),
+    probe: Optional[bool] = typer.Option(None, "--probe/--no-probe",
+                                         help="novelty by behaviour too: a candidate that decides as an earlier one "
+                                              "on the problem's probe instances is re-drawn [default: off]"),
 ) -> None:
     """Launch a heuristic search."""
     import tomllib
@@ -127,7 +130,7 @@ def run(
                      record=str(record) if record else None, distill=False if no_distill else None,
                      model_principles=model_principles, isolation=isolation, executor=executor, address=address,
                      llm_cache=False if no_cache else None, target=target, patience=patience,
-                     repair=repair)
+                     repair=repair, probe_novelty=probe)
     try:
         cfg = load_config(config, overrides)
     except ValidationError as exc:

@@ -97,9 +97,10 @@ class RunConfig(BaseModel):
     probe_novelty: bool = Field(False, description="novelty by behaviour as well as by code: before a new candidate "
                                 "is evaluated it runs on the evaluator's probe instances (when it declares them); one "
                                 "whose solutions there equal an earlier candidate's is a duplicate and re-drawn "
-                                "like one (agents/probe.py). Off by default: a probe that runs out of its time limit "
-                                "on a loaded machine decides differently from one that does not, so a recorded run "
-                                "would not replay exactly; duplicates by normalised code are always rejected")
+                                "like one (agents/probe.py). A probe has a time limit, so its verdict can depend on "
+                                "load: a recording run writes each verdict into its cassette and the replay uses it. "
+                                "Off by default until the discovery benchmark shows it helps the embedded model "
+                                "(docs/models.md). Duplicates by normalised code are rejected either way")
     grammar: bool = Field(True, description="constrain the embedded model (local / local:*) to the evaluator's "
                                             "slot grammar, when it declares one (agents/llm/grammar.py); other "
                                             "models are never constrained")

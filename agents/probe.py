@@ -17,9 +17,15 @@ fingerprint and goes to its evaluation, which reports the failure as usual. The 
 so a candidate could make itself look new (random noise in its scores): that costs it an evaluation and
 gains it nothing, since fitness comes from the evaluation alone.
 
-Off by default (``probe_novelty = true`` in the run's TOML turns it on): whether a candidate finishes its probe
+Off by default (``probe_novelty = true`` in the run's TOML, or ``hifo run --probe``, turns it on): with the embedded
+model a short search's re-draws of Best Fit's rewrites were often unparsable, so a run can end with fewer valid
+candidates; the discovery benchmark (``--probe``) is to show whether it pays before it becomes the default.
+Whether a candidate finishes its probe
 within :data:`PROBE_TIMEOUT_S` depends on the machine's load, and a probe that gives up decides "new" where
-another would have said "duplicate", so a recorded run would not replay exactly on another machine.
+another would have said "duplicate"; so a recording run writes each verdict into its cassette (a ``probe`` line:
+the candidate's normalised code hash and its fingerprint or null) and a replay takes the recorded verdict instead
+of running the probe (:meth:`BehaviourProbe.verdict`), which keeps a replay exact on any machine. A replay of a
+cassette recorded without verdicts runs the probe live.
 
 Fingerprints are kept in the run store (``behaviours``: fingerprint -> the first candidate), so a resumed
 run judges novelty as the uninterrupted one would.
@@ -51,6 +57,7 @@ class BehaviourProbe:
         self.instances = instances
         self.runs = 0
         self.seconds = 0.0
+        self.replayed = 0  # verdicts taken from a replayed cassette instead of a run
 
     @classmethod
     def for_evaluator(cls, evaluator: Any, executor: Any) -> "BehaviourProbe | None":
@@ -58,17 +65,37 @@ class BehaviourProbe:
         instances = evaluator.probe_instances()
         return cls(evaluator, executor, list(instances)) if instances else None
 
+    def verdict(self, code: str, code_hash: str, client: Any, job_id: str = "",
+                wall_left: float | None = None) -> str | None:
+        """:meth:`fingerprint`, taken from the cassette when ``client`` replays one that recorded it, and written
+        into the cassette when ``client`` records (module docstring)."""
+        from hifo.agents.llm.replay import RecordingClient, ReplayClient
+        from hifo.agents.run_kb import find_in_chain
+
+        replay = find_in_chain(client, ReplayClient)
+        if replay is not None:
+            found, fp = replay.recorded_probe(code_hash)
+            if found:
+                self.replayed += 1
+                return fp
+        fp = self.fingerprint(code, job_id, wall_left=wall_left)
+        recorder = find_in_chain(client, RecordingClient)
+        if recorder is not None:
+            recorder.write_probe(code_hash, fp)
+        return fp
+
     def fingerprint(self, code: str, job_id: str = "", wall_left: float | None = None) -> str | None:
         """The behaviour fingerprint of ``code``, or None when it did not run cleanly on the probe (within
-        :data:`PROBE_TIMEOUT_S`, and within ``wall_left``, the run's wall-clock budget left: the probe runs
-        before evaluation, in the propose step, so a candidate that spins must not hold the run past it)."""
+        :data:`PROBE_TIMEOUT_S`, and within a quarter of ``wall_left``, the run's wall-clock budget left: the probe
+        runs before evaluation, in the propose step, so a candidate that spins must neither hold the run past its
+        budget nor take the time the evaluations already started need)."""
         if fence_refusal(self.evaluator, code) is not None:
             return None
         timeout = min(self.evaluator.limits.timeout_s, PROBE_TIMEOUT_S)
         if wall_left is not None:
             if wall_left <= 0.5:
                 return None
-            timeout = min(timeout, wall_left)
+            timeout = min(timeout, wall_left / 4)
         job = make_job(self.evaluator, code, self.instances, f"probe-{job_id}")
         job = dataclasses.replace(job, limits=dataclasses.replace(job.limits, timeout_s=timeout,
                                                                   cpu_s=min(job.limits.cpu_s, max(1, math.ceil(timeout)))))

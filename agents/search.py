@@ -50,6 +50,7 @@ class SearchNodes(DistillNode, SelectNode):
         self._last_duplicate = False  # set by _add_parsed: the last parsed reply repeated an earlier candidate
         self._n_duplicates = self._n_redraws = self._n_behaviour = 0
         self._probe: BehaviourProbe | None | bool = False  # False: not built yet (agents/probe.py)
+        self._baselines_probed = False
 
     def probe(self) -> BehaviourProbe | None:
         """The behaviour probe (None: off in the config, or the evaluator declares no probe instances)."""
@@ -58,13 +59,21 @@ class SearchNodes(DistillNode, SelectNode):
                            if self.cfg.probe_novelty else None)
         return self._probe if isinstance(self._probe, BehaviourProbe) else None
 
-    def _behaves_like(self, code: str, cid: str, generation: int) -> str | None:
+    def _behaves_like(self, code: str, code_hash: str, cid: str, generation: int) -> str | None:
         """The earlier candidate that ``code`` behaves like on the probe (None: new, or no probe); a new
-        behaviour is recorded under ``cid``."""
+        behaviour is recorded under ``cid``. A recorded run keeps the verdict in its cassette (agents/probe.py)."""
         probe = self.probe()
         if probe is None:
             return None
-        fp = probe.fingerprint(code, cid, wall_left=self.wall_left())
+        if not self._baselines_probed:  # a candidate that acts as a baseline is no news; probed at the first model
+            self._baselines_probed = True  # candidate, not at seeding, so the baselines' evaluations start at once
+            for base in self.rt.store.candidates(operator="baseline"):
+                if base.code_hash:
+                    self._fingerprint_new(probe, base.code, base.code_hash, base.id, 0)
+        return self._fingerprint_new(probe, code, code_hash, cid, generation)
+
+    def _fingerprint_new(self, probe: BehaviourProbe, code: str, code_hash: str, cid: str, generation: int) -> str | None:
+        fp = probe.verdict(code, code_hash, self.rt.client, cid, wall_left=self.wall_left())
         if fp is None:
             return None
         earlier = self.rt.store.behaviour_of(fp)
@@ -137,7 +146,6 @@ class SearchNodes(DistillNode, SelectNode):
                 check_source(code, self.ev.template.name)
                 store.add_candidate(generation=0, operator="baseline", code=code, code_hash=h, thought=name,
                                     cid=f"base-{name}")
-                self._behaves_like(code, f"base-{name}", 0)  # a candidate that acts as a baseline is no news
             seeded = seed_if_empty(self.rt.kb) if self.cfg.recall_k > 0 else []
             store.mark("seeded")
             self.rt.emit("seed", baselines=sorted(sources), seed_principles=len(seeded))
@@ -378,7 +386,7 @@ class SearchNodes(DistillNode, SelectNode):
         seen.add(h)
         error = "duplicate of an earlier candidate" if dup else None
         if not dup:
-            like = self._behaves_like(parsed.code, common["cid"], common["generation"])
+            like = self._behaves_like(parsed.code, h, common["cid"], common["generation"])
             if like is not None:
                 dup, error = True, f"duplicate: behaves like {like} on the probe instances"
                 self._n_behaviour += 1

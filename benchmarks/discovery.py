@@ -169,9 +169,10 @@ def measure(run_dir: Path, summary: dict[str, Any], kb_path: Path, executor: Any
             "stop_reason": summary.get("stop_reason")}
 
 
-def load_done(path: Path | None, calls: int) -> dict[tuple[str, str, int], dict[str, Any]]:
+def load_done(path: Path | None, calls: int, probe: bool = False) -> dict[tuple[str, str, int], dict[str, Any]]:
     """Rows already finished by an earlier invocation (``--resume``): one JSON object per line of the
-    checkpoint file, keyed by (problem, arm, seed); rows of another ``--calls`` budget are ignored."""
+    checkpoint file, keyed by (problem, arm, seed); rows of another ``--calls`` budget, or run with the behaviour
+    probe set otherwise (``probe_novelty``; rows written before it was recorded ran without it), are ignored."""
     done: dict[tuple[str, str, int], dict[str, Any]] = {}
     if path is None or not path.exists():
         return done
@@ -183,7 +184,7 @@ def load_done(path: Path | None, calls: int) -> dict[tuple[str, str, int], dict[
         except json.JSONDecodeError as exc:  # a line cut by a crash while it was written
             print(f"checkpoint {path} line {n} unreadable ({exc}); that arm runs again")
             continue
-        if row.get("calls_budget") == calls:
+        if row.get("calls_budget") == calls and bool(row.get("probe_novelty", False)) == probe:
             done[(row["problem"], row["arm"], row["seed"])] = row
     return done
 
@@ -203,7 +204,7 @@ def run_all(problems: list[str], seeds: list[int], calls: int, model: str, work:
 
     rows = []
     n_transferred = 0
-    done = load_done(checkpoint, calls) if resume else {}
+    done = load_done(checkpoint, calls, bool(extra.get("probe_novelty", False))) if resume else {}
     with LocalExecutor(max_workers=2) as ex:
         for problem in problems:
             for arm in [a for a in PROBLEM_ARMS[problem] if arms is None or a in arms]:
@@ -237,6 +238,7 @@ def run_all(problems: list[str], seeds: list[int], calls: int, model: str, work:
                     if arm == "transfer":
                         row["principles_transferred"] = n_transferred
                     row["calls_budget"] = calls
+                    row["probe_novelty"] = cfg.probe_novelty
                     rows.append(row)
                     if checkpoint is not None:
                         checkpoint.parent.mkdir(parents=True, exist_ok=True)
@@ -311,6 +313,8 @@ def main(argv: list[str] | None = None) -> dict:
                     "(default: --out with .png)")
     ap.add_argument("--work", type=Path, default=None, help="keep run folders and knowledge bases here "
                     "(default: a temporary folder); needed by --resume when a transfer arm is still to run")
+    ap.add_argument("--probe", action="store_true", help="novelty by behaviour as well as by normalised code (the "
+                    "behaviour probe, agents/probe.py; off by default, as in the committed rows)")
     ap.add_argument("--resume", action="store_true", help="reuse the rows of the checkpoint (--out with "
                     ".rows.jsonl) written by an earlier invocation with the same --calls; run only the rest")
     args = ap.parse_args(argv)
@@ -321,7 +325,8 @@ def main(argv: list[str] | None = None) -> dict:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         result = run_all(args.problems, args.seeds, args.calls, args.model, work, arms=args.arms,
-                         checkpoint=checkpoint, resume=args.resume)
+                         checkpoint=checkpoint, resume=args.resume,
+                         **({"probe_novelty": True} if args.probe else {}))
     result.update({"calls_per_arm": args.calls, "seeds": args.seeds, "model": args.model,
                    "machine": platform.platform(), "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                    "not_covered": [f"about 120 calls per arm and 3 seeds (this run: {args.calls} calls, "

@@ -5,7 +5,9 @@ A cassette is one JSON object per line: a ``header`` line (model, style) each ti
 it, then one ``call`` line per request with the canonical request, its key, and either the completions
 the caller received or the error it got. A recorded search also writes one ``kb_snapshot`` line: the
 knowledge base as the run read it, which its replay uses instead of the live store
-(:mod:`hifo.agents.run_kb`).
+(:mod:`hifo.agents.run_kb`), and one ``probe`` line per behaviour-probe verdict (a candidate's normalised code
+hash and its behaviour fingerprint, or null where the probe gave no fingerprint: :mod:`hifo.agents.probe`), which
+its replay takes instead of running the probe again, whose time limit makes its verdict depend on load.
 """
 
 from __future__ import annotations
@@ -77,6 +79,10 @@ class RecordingClient(Wrapper):
         """Store the knowledge base the recorded run starts from (``clock`` and ``export``)."""
         self._write({"type": "kb_snapshot", "ts": time.time(), **snapshot})
 
+    def write_probe(self, code_hash: str, fingerprint: str | None) -> None:
+        """Store the behaviour probe's verdict on a candidate (``fingerprint`` None: the probe gave none)."""
+        self._write({"type": "probe", "code": code_hash, "fingerprint": fingerprint, "ts": time.time()})
+
     def complete(self, messages: list[Message], n: int = 1, temperature: float = 1.0, seed: int | None = None,
                  max_tokens: int = 512, stop: list[str] | None = None) -> list[Completion]:
         req = canonical_request(messages, n, temperature, seed, max_tokens, stop)
@@ -115,6 +121,8 @@ class ReplayClient:
         self.kb_snapshot: dict[str, Any] | None = None  # the first recording's, like the header
         self._entries: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._used: dict[str, int] = defaultdict(int)
+        self._probes: dict[str, list[str | None]] = defaultdict(list)
+        self._probes_used: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
         header_seen = False
         with self.path.open(encoding="utf-8") as fh:
@@ -133,10 +141,25 @@ class ReplayClient:
                     self.kb_snapshot = obj
                 elif obj.get("type") == "call":
                     self._entries[obj["key"]].append(obj)
+                elif obj.get("type") == "probe" and isinstance(obj.get("code"), str):
+                    fp = obj.get("fingerprint")
+                    self._probes[obj["code"]].append(fp if isinstance(fp, str) else None)
 
     @property
     def recorded_calls(self) -> int:
         return sum(len(v) for v in self._entries.values())
+
+    def recorded_probe(self, code_hash: str) -> tuple[bool, str | None]:
+        """The recorded behaviour-probe verdict on the candidate with this normalised code hash, in recorded order
+        (the last one again when asked more often): ``(True, fingerprint or None)``, or ``(False, None)`` when the
+        cassette holds none for it (recorded before verdicts were, or with the probe off)."""
+        with self._lock:
+            got = self._probes.get(code_hash)
+            if not got:
+                return False, None
+            used = self._probes_used[code_hash]
+            self._probes_used[code_hash] = used + 1
+            return True, got[min(used, len(got) - 1)]
 
     def _take(self, key: str, peek: bool = False) -> dict[str, Any] | None:
         with self._lock:

@@ -102,3 +102,9 @@ def test_checkpoint_keeps_finished_arms_and_resume_runs_only_the_rest(tmp_path, 
     run_all(["bpp_online"], [0], 5, "fake", tmp_path / "w", client_factory=make_fake_model,
             arms=["best_of_n"], log=log.append, test_set="train", checkpoint=ck, resume=True)
     assert not any("reused" in m for m in log)
+    # nor does another novelty setting: rows with the behaviour probe are not comparable with rows without it
+    assert json.loads(lines[0])["probe_novelty"] is False  # off by default
+    log.clear()
+    run_all(["bpp_online"], [0], 6, "fake", tmp_path / "w", client_factory=make_fake_model,
+            arms=["best_of_n"], log=log.append, test_set="train", checkpoint=ck, resume=True, probe_novelty=True)
+    assert not any("reused" in m for m in log)

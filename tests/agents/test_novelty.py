@@ -131,3 +131,36 @@ def test_the_probe_is_bounded_in_time_and_by_the_wall_budget():
         assert probe.fingerprint(spin, "spin") is None and probe.runs == 1
         assert time.monotonic() - t0 < PROBE_TIMEOUT_S + 10 < ev.limits.timeout_s
         assert probe.fingerprint(SAME, "same", wall_left=60.0) is not None
+
+
+def test_a_replay_takes_the_probe_verdicts_from_the_cassette(tmp_path, monkeypatch):
+    """The probe's verdict depends on load (its time limit), so a recording keeps each verdict in the cassette and
+    the replay uses it: here the replay's probe cannot run at all, and the replay still ends exactly as recorded."""
+    import json
+
+    from hifo.agents.llm.replay import RecordingClient
+    from hifo.agents.probe import BehaviourProbe
+
+    cassette = tmp_path / "cassette.jsonl"
+    rec, _, rec_summary = _run(tmp_path, "rec", RecordingClient(RewritesTheBaseline(), cassette), probe_novelty=True)
+    lines = [json.loads(x) for x in cassette.read_text().splitlines()]
+    verdicts = [x for x in lines if x["type"] == "probe"]
+    assert len(verdicts) >= 4 and len({v["code"] for v in verdicts}) == len(verdicts)  # one per new code
+    assert all(len(v["fingerprint"]) == 64 for v in verdicts)  # every candidate here runs cleanly on the probe
+
+    def no_probe(self, *a, **k):
+        raise AssertionError("the replay ran the probe instead of taking the recorded verdict")
+
+    monkeypatch.setattr(BehaviourProbe, "fingerprint", no_probe)
+    from hifo.agents.llm.factory import make_client
+
+    rep, _, rep_summary = _run(tmp_path, "rep", make_client(f"replay:{cassette}"), probe_novelty=True)
+    assert rep == rec and rec["g0-000"] == "duplicate"
+    assert rep_summary["outcomes"] == rec_summary["outcomes"]
+
+    # a cassette recorded without verdicts (or with the probe off) leaves the replay to run the probe live
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join(x + "\n" for x in cassette.read_text().splitlines() if '"type": "probe"' not in x))
+    monkeypatch.undo()
+    live, _, _ = _run(tmp_path, "live", make_client(f"replay:{bare}"), probe_novelty=True)
+    assert live == rec
