@@ -24,6 +24,18 @@ trusted ``score`` re-evaluates them on the domain, rebuilds the archive from the
 centroids and computes QD score and coverage itself; it rejects malformed data and more
 elites than cells. It cannot verify how many evaluations the child spent (a candidate that
 tampered with the search loop could search longer): the sandbox's CPU limit bounds that.
+
+Secret test set (issue 28): ``test``'s three search seeds are drawn per evaluator object from a secret
+(:meth:`Evaluator.secret_seed`). The search is chaotic, so from the published seeds (100-102) a rule could recognise
+its run by the first objective value it is shown and play the learning rate that happens to do best on that very run
+(``tests/evaluators/attacks/qd_seed_alpha.py`` beats every baseline there). Measured on the pinned kernels: the
+best of six learning rates picked per published run (0.1, 0.5, 0.3) gives a mean QD score of 900.2 against the
+paper's 844.0 (+56); the same picks on redrawn seeds (1100-1102) give 894.4 against 864.4 (+30), where the best
+picks differ (0.1, 0.03, 0.3): about half of the published gain is the runs' own luck, which a table could carry. A
+draw costs 0.01 s (three keyed hashes; the CVT centroids depend only on the measure dimension and are built once per
+process for either set, 25 s measured under load 6 on 2 cores, as before); there is no reference to compute at the
+draw: the baselines are scored on the same draw. The published set stays
+available as ``test_published`` (and as ``test`` with ``public_seeds = True``): the set of the stored figures.
 """
 
 from __future__ import annotations
@@ -140,7 +152,7 @@ class QDDiscountModelSearch(Evaluator):
     direction = "maximize"
     primary_metric = "qd_score"
     template = _TEMPLATE
-    instance_sets = ("train", "test")
+    instance_sets = ("train", "test", "test_published")
     limits = Limits(timeout_s=180.0, cpu_s=300, memory_mb=4096, max_solution_bytes=32 * 1024 * 1024)
     baselines = {
         "dms_paper": _TEMPLATE.baseline_source(),
@@ -158,14 +170,26 @@ class QDDiscountModelSearch(Evaluator):
         "objective_only": {"train": {"qd_score": 20.848557, "coverage": 0.01075},
                           "test": {"qd_score": 34.803477, "coverage": 0.0076}},
     }
+    # the "test" figures are those of the published seeds: also stored under "test_published"
+    reference_figures = {k: {**v, "test_published": v["test"]} for k, v in reference_figures.items()}
     slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("quality diversity", "dms", "cma-mae", "continuous")
+    # the test runs' search seeds are drawn per evaluator object from a secret: from the published seeds a rule can
+    # recognise its run by its first batch and answer from a table of what did best on that very run
+    secret_sets = ("test",)
 
     def load_instances(self, instance_set: str) -> list[DMSInstance]:
+        secret = instance_set == "test" and self.seeds_secret("test")
+        if instance_set == "test_published":
+            instance_set = "test"
         if instance_set not in _SETS:
-            raise QDDiscountModelSearch.unknown_instance_set(instance_set, _SETS)
+            raise QDDiscountModelSearch.unknown_instance_set(instance_set)
+        specs = _SETS[instance_set]
+        if secret:  # the same objectives, measures, archives and budgets; the search seeds secret
+            specs = tuple((f"{n}_secret{i}", o, k, c, it, e, self.secret_seed(s, "test", i))
+                          for i, (n, o, k, c, it, e, s) in enumerate(specs))
         return [DMSInstance(name=n, objective=o, measure_dim=k, cells=c, iterations=it, num_emitters=e,
-                            seed=s, centroids=_centroids(k, c)) for n, o, k, c, it, e, s in _SETS[instance_set]]
+                            seed=s, centroids=_centroids(k, c)) for n, o, k, c, it, e, s in specs]
 
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: DMSInstance) -> dict[str, Any]:

@@ -152,8 +152,8 @@ class TBPTTBurnIn(Evaluator):
             # a 31-bit data seed: torch.manual_seed and numpy take 1000 * seed + init; 2^31 records, no table
             published = sorted({s for s, _, _ in _SPECS["test"]})
             data = {s: self.secret_seed(s, "test", "data", s) % 2 ** 31 for s in published}
-            return [BurnInInstance(f"wh/secret{k}/init{i}/window{w}", data[s], w, i)
-                    for k, (s, i, w) in enumerate(_SPECS["test"])]
+            return [BurnInInstance(f"wh/secret{published.index(s)}/init{i}/window{w}", data[s], w, i)
+                    for s, i, w in _SPECS["test"]]
         if instance_set not in _SPECS:
             raise self.unknown_instance_set(instance_set)
         return [BurnInInstance(f"wh/data{s}/init{i}/window{w}", s, w, i) for s, i, w in _SPECS[instance_set]]

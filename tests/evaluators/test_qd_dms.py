@@ -137,8 +137,27 @@ def test_through_the_sandbox(ev, train, paper_run):
 
 @pytest.mark.slow
 def test_test_set_figures(ev):
-    instances = ev.load_instances("test")
+    instances = ev.load_instances("test_published")  # the stored figures are those of the published seeds
     assert [i.objective for i in instances] == ["rastrigin", "flat", "sphere"]
     _, agg = run(ev, compiled(ev.baselines["dms_paper"]), instances)
     for metric, value in ev.reference_figures["dms_paper"]["test"].items():
         assert_figure(ev, agg[metric], value, metric, "dms_paper")
+
+
+def test_the_test_set_is_a_secret_draw_and_the_published_one_stays(ev):
+    """Issue 28: ``test``'s search seeds come from the object's secret key (one draw per object, another on another
+    object); everything else is the published set's; ``test_published`` and ``public_seeds`` give the seeds 100-102."""
+    published = ev.load_instances("test_published")
+    assert [i.seed for i in published] == [100, 101, 102]
+    fresh = QDDiscountModelSearch()
+    drawn = fresh.load_instances("test")
+    assert [i.seed for i in drawn] == [i.seed for i in fresh.load_instances("test")]
+    assert all("secret" in i.name for i in drawn) and not {i.seed for i in drawn} & {100, 101, 102}
+    assert {i.seed for i in drawn}.isdisjoint({i.seed for i in QDDiscountModelSearch().load_instances("test")})
+    same = ("objective", "measure_dim", "cells", "iterations", "num_emitters")
+    assert [[getattr(i, a) for a in same] for i in drawn] == [[getattr(i, a) for a in same] for i in published]
+    assert all(np.array_equal(a.centroids, b.centroids) for a, b in zip(drawn, published))
+    public = QDDiscountModelSearch()
+    public.public_seeds = True
+    assert public.load_instances("test") == published
+    assert ev.reference_figures["dms_paper"]["test_published"] == ev.reference_figures["dms_paper"]["test"]
