@@ -138,7 +138,8 @@ def _key_entry(store: RunStore) -> dict[str, str]:
 def draw_secret_test_ahead(rt: Any) -> None:
     """A secret test set is drawn when first loaded, which can take a while (tsp_construct: an LKH-3 reference per
     instance, ~12 s): draw it in a thread while the search runs, so the final test evaluation does not wait for it
-    (nor outrun ``--max-wall``). A failure here is left to the real load at the end, which reports it.
+    (nor outrun ``--max-wall``), with the references the evaluator computes lazily (``prepare_references``).
+    A failure here is left to the real load at the end, which reports it.
     ``rt``: the run's Runtime (agents/graph.py)."""
     test_set = rt.config.test_set or rt.evaluator.default_test_set
     if not test_set or test_set == rt.scorer.instance_set or not rt.evaluator.seeds_secret(test_set) \
@@ -148,6 +149,7 @@ def draw_secret_test_ahead(rt: Any) -> None:
     def draw() -> None:
         try:
             rt.evaluator.load_instances(test_set)
+            rt.evaluator.prepare_references(test_set)  # references computed lazily by some evaluators (milp_primal)
         except Exception:  # noqa: BLE001  (reported by the final load)
             pass
 

@@ -53,7 +53,7 @@ def _ci(d: np.ndarray) -> list[float]:
 
 def _instances(quick: bool) -> dict[str, list]:
     ev = radar_tune.RadarTune()
-    tmat = [t for t in ev.load_instances("test") if t.instance.distance_matrix.shape[0] == 20]
+    tmat = [t for t in ev.load_instances("test_published") if t.instance.distance_matrix.shape[0] == 20]
     tsplib = [t for t in ev.load_instances("tsplib") if t.instance.distance_matrix.shape[0] <= 100]
     return {"tmat20": tmat[:3] if quick else tmat, "tsplib_atsp": tsplib[:3] if quick else tsplib}
 

@@ -74,7 +74,7 @@ def _timed(fn):
 
 def bench_tsp(table: list, quick: bool) -> None:
     ev = tsp_gls.TSPGLS()
-    tasks = ev.load_instances("test")
+    tasks = ev.load_instances("test_published")
     groups = {}
     for t in tasks:
         groups.setdefault(f"uniform{t.instance.n}", []).append(t)
@@ -105,8 +105,8 @@ ATSP_MODELS = {**{f"RADAR {v}": f"radar_atsp20_{v}" for v in ("radar", "no_sinkh
 
 def _atsp_sets() -> dict[str, list]:
     ev = radar_tune.RadarTune()
-    return {"tmat20": [t.instance for t in ev.load_instances("test") if t.instance.n == 20],
-            "tmat50": [t.instance for t in ev.load_instances("test") if t.instance.n == 50],
+    return {"tmat20": [t.instance for t in ev.load_instances("test_published") if t.instance.n == 20],
+            "tmat50": [t.instance for t in ev.load_instances("test_published") if t.instance.n == 50],
             # n <= 100: the one-hot (no-SVD, MatNet) models embed at most one_hot_dim = 128 nodes
             "tsplib(n<=100)": [t.instance for t in ev.load_instances("tsplib") if t.instance.n <= 100]}
 
@@ -152,7 +152,7 @@ def bench_atsp(table: list, quick: bool, only_models: tuple[str, ...] = ()) -> N
 def bench_acvrp(table: list, quick: bool) -> None:
     ev = acvrp_construct.ACVRPConstruct()
     groups: dict[str, list] = {}
-    for inst in ev.load_instances("test"):
+    for inst in ev.load_instances("test_published"):
         groups.setdefault(f"acvrp{inst.n}", []).append(inst)
     for label, insts in groups.items():
         insts = insts[:3] if quick else insts
@@ -200,7 +200,7 @@ def _radar_acvrp_rows(table: list, label: str, insts: list, quick: bool) -> None
 
 def bench_acvrp_radar(table: list, quick: bool) -> None:
     """Only the RADAR rows of ACVRP n = 20 (no PyVRP rerun); they replace the stored RADAR rows."""
-    insts = [i for i in acvrp_construct.ACVRPConstruct().load_instances("test") if i.n == 20]
+    insts = [i for i in acvrp_construct.ACVRPConstruct().load_instances("test_published") if i.n == 20]
     _radar_acvrp_rows(table, "acvrp20", insts[:3] if quick else insts, quick)
 
 

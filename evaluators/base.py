@@ -293,6 +293,12 @@ class Evaluator(ABC):
                 cache[instance_set] = tuple(draw())
             return list(cache[instance_set])
 
+    def prepare_references(self, instance_set: str) -> None:
+        """Compute ahead what scoring ``instance_set`` needs beyond loading it (default: nothing). An evaluator
+        whose secret draws get their references lazily, at their first score (``milp_primal``, ``fmip_guidance``:
+        HiGHS per drawn instance), does it here; a run calls it in the thread that draws its secret test set
+        ahead (``agents/run_kb.py::draw_secret_test_ahead``), so the final test evaluation does not pay for it."""
+
     @classmethod
     def unknown_instance_set(cls, instance_set: str, known: Iterable[str] | None = None) -> KeyError:
         """The error :meth:`load_instances` raises for a set it does not have (``known``: default

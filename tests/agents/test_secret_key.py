@@ -64,3 +64,41 @@ def test_a_replay_meets_the_recordings_secret_test_draw(tmp_path, fake_model):
     from hifo.agents.run_view import load_view
 
     assert "secret draw for this run" in load_view(tmp_path / "a")["best"]["test"]["note"]  # the report says so
+
+
+def test_a_run_draws_its_secret_test_set_ahead_with_its_lazy_references(tmp_path):
+    """The thread that draws the secret test set while the search runs also computes what an evaluator leaves to
+    the first score (milp_primal's HiGHS references), so the final test evaluation pays for neither."""
+    import threading
+    import types
+
+    from hifo.agents.run_kb import draw_secret_test_ahead
+
+    done = threading.Event()
+    calls: list[tuple[str, str]] = []
+
+    class Drawn:
+        default_test_set = "test"
+
+        def seeds_secret(self, name):
+            return name == "test"
+
+        def load_instances(self, name):
+            calls.append(("load", name))
+
+        def prepare_references(self, name):
+            calls.append(("prepare", name))
+            done.set()
+
+    store = RunStore(tmp_path / "r.sqlite")
+    try:
+        rt = types.SimpleNamespace(config=types.SimpleNamespace(test_set=None), evaluator=Drawn(), store=store,
+                                   scorer=types.SimpleNamespace(instance_set="train"))
+        draw_secret_test_ahead(rt)
+        assert done.wait(10) and calls == [("load", "test"), ("prepare", "test")]
+        calls.clear()
+        rt.config.test_set = "train"  # the train set is no secret draw to make ahead
+        draw_secret_test_ahead(rt)
+        assert calls == []
+    finally:
+        store.close()
