@@ -1,7 +1,8 @@
-"""Truncated BPTT with a burn-in phase for a GRU simulation model (torch, deterministic given the seed).
+"""Truncated BPTT with a burn-in phase for a recurrent simulation model, an LSTM or a GRU (``cell``; the
+evaluator ``tbptt_burnin`` uses an LSTM since issue 29), in torch, deterministic given the seed.
 
 Every gradient step draws ``batch`` windows of ``window`` consecutive samples from the training
-record; the GRU starts each window from a zero state, runs over all of it, and the loss counts only
+record; the network starts each window from a zero state, runs over all of it, and the loss counts only
 the last ``window - m`` steps: the first ``m`` (the burn-in) let the state forget the wrong zero
 initialisation. ``m = 0`` is truncation without burn-in; :func:`train_full` is full BPTT over the
 whole record (one sequence per step). Every method takes the same number of Adam steps.
