@@ -13,6 +13,11 @@ RoPE's 0.559), so the easy optimum is to switch rotary off. A task where positio
 ``make_batch(writes=2)``) was tried: RoPE does not learn it at this budget (0.27 at the training length), so
 the slot stayed as it was; :mod:`hifo.evaluators.grape_slopes` (GRAPE-A's slope schedule, where zero slopes
 are NoPE and lose) is the GRAPE slot to search.
+
+The test set (seeds 1 and 2) stays published (issue 28): the slot is asked ``spectrum(8, 10000.0, 32)`` and nothing
+else, the same question on every instance whatever its seed, so a candidate cannot tell the published instances
+from a redraw and cannot answer them from a table: its answer is one spectrum for every seed
+(tests/evaluators/test_grape_spectrum.py checks that every instance asks the same question).
 """
 
 from __future__ import annotations

@@ -72,3 +72,19 @@ def test_alibi_reaches_its_reference_figures_and_the_sandbox_agrees(ev, instance
     assert score.feasible, score.error
     assert score.metrics["acc_long"] == metrics["acc_long"]  # the same number through the sandbox (issue 26)
     assert _measure.cache_info().hits >= 1
+
+
+def test_every_instance_asks_the_slot_the_same_question(ev):
+    """Issue 28, memorisation: ``slopes(heads, layers, train_len)`` is all the slot sees, and every instance of
+    every set, whatever its seed, asks it the same question, so a candidate answers the published test set exactly
+    as any redraw of it: nothing per instance to recognise (the test set stays published; see the module)."""
+    asked = []
+
+    def recorder(*args):
+        asked.append(args)
+        return [[0.0] * 4 for _ in range(2)]
+
+    instances = ev.load_instances("train") + ev.load_instances("test")
+    for inst in instances:
+        ev.solve(recorder, inst)
+    assert len({i.seed for i in instances}) == len(instances) == len(asked) and set(asked) == {(4, 2, 32)}
