@@ -130,6 +130,8 @@ def instance_specs(instance_set: str, seed: int | None = None) -> tuple[tuple[st
 
 @lru_cache(maxsize=None)
 def _load(instance_set: str) -> tuple[SurfaceInstance, ...]:
+    if instance_set == "test_published":
+        instance_set = "test"
     return tuple(SurfaceInstance(name, shape, build_complex(sample(shape, n, noise, seed)))
                  for name, shape, n, noise, seed in instance_specs(instance_set))
 
@@ -143,9 +145,18 @@ class SurfaceRecon(Evaluator):
     """Chamfer distance of a genus-0 reconstruction with an evolved reorientation rule.
 
     Instance sets: ``train`` (6 shapes, 500 points, noise 1 % of the mean radius: ellipsoid, bumpy sphere,
-    sphere with six deep dents, peanut, six-armed star, C-shaped tube closed at both ends) and ``test``
-    (its own 4 shapes, 600 points, noise 0.5 % and 2 %: rounded cube, dumbbell, four-armed star,
-    U-shaped tube). Per instance: ``chamfer``, ``genus0``, ``euler``, ``faces``.
+    sphere with six deep dents, peanut, six-armed star, C-shaped tube closed at both ends; published sampling
+    seed 0), ``test`` (its own 4 shapes, 600 points, noise 0.5 % and 2 %: rounded cube, dumbbell, four-armed
+    star, U-shaped tube) and ``test_published``. Per instance: ``chamfer``, ``genus0``, ``euler``, ``faces``.
+
+    ``test`` is secret (issue 28, memorised instances): the 8 point clouds' sampling seeds are drawn per
+    evaluator object from :meth:`secret_seed` (shapes, sizes and noise levels as published). From the published
+    seed a rule could fingerprint each instance by its per-face arrays (their count, the likelihoods) and return
+    scores computed offline from the true shape (``tests/evaluators/attacks/surface_recon_published_table.py``);
+    on a draw its Delaunay complex is another one. The reference is the true shape itself (its dense noise-free
+    samples, the same for every draw of a shape), so a draw needs no solver: it costs the 8 point clouds and
+    their Delaunay complexes, about 0.15 s of CPU (0.23 s wall at load 1.3 on 2 cores). ``test_published`` is the published draw (sampling seed 1), the set of the stored test
+    figures, and what ``test`` gives with ``public_seeds = True``.
     """
 
     name = "surface_recon"
@@ -164,7 +175,8 @@ class SurfaceRecon(Evaluator):
     direction = "minimize"
     primary_metric = "chamfer"
     template = _TEMPLATE
-    instance_sets = ("train", "test")
+    instance_sets = ("train", "test", "test_published")
+    secret_sets: tuple[str, ...] = ("test",)
     limits = Limits(timeout_s=120.0, cpu_s=180, memory_mb=4096)
     baselines = {"vote": _source(_VOTE_BODY), "keep": _source(_KEEP_BODY), "adopt": _source(_ADOPT_BODY)}
     # Measured by `python -m hifo.evaluators.surface_recon` (in-process, the way the sandbox runs them; the
@@ -177,11 +189,14 @@ class SurfaceRecon(Evaluator):
     # (`python -m benchmarks.surface_recon`); keep and vote tie within the seed-to-seed noise (about 0.003).
     reference_figures = {
         "vote": {"train": {"chamfer": 0.032532, "genus0": 1.0, "faces": 952.0},
-                 "test": {"chamfer": 0.026817, "genus0": 1.0, "faces": 1118.75}},
+                 "test": {"chamfer": 0.026817, "genus0": 1.0, "faces": 1118.75},
+                 "test_published": {"chamfer": 0.026817, "genus0": 1.0, "faces": 1118.75}},
         "keep": {"train": {"chamfer": 0.031894, "genus0": 1.0, "faces": 948.0},
-                 "test": {"chamfer": 0.029886, "genus0": 1.0, "faces": 1115.75}},
+                 "test": {"chamfer": 0.029886, "genus0": 1.0, "faces": 1115.75},
+                 "test_published": {"chamfer": 0.029886, "genus0": 1.0, "faces": 1115.75}},
         "adopt": {"train": {"chamfer": 0.038365, "genus0": 1.0, "faces": 933.333333},
-                  "test": {"chamfer": 0.036745, "genus0": 1.0, "faces": 1108.75}},
+                  "test": {"chamfer": 0.036745, "genus0": 1.0, "faces": 1108.75},
+                  "test_published": {"chamfer": 0.036745, "genus0": 1.0, "faces": 1108.75}},
     }
     tags = ("geometry", "surface reconstruction", "delaunay", "topology")
     # issue 28: the candidate in a process of its own, a fresh one per instance (sandbox/_slotproc.py): it gets
@@ -189,7 +204,17 @@ class SurfaceRecon(Evaluator):
     slot_process = True
 
     def load_instances(self, instance_set: str) -> list[SurfaceInstance]:
+        if instance_set == "test" and self.seeds_secret("test"):
+            return self.drawn_once("test", self._draw_test)
+        if instance_set not in self.instance_sets:
+            raise self.unknown_instance_set(instance_set)
         return list(_load(instance_set))
+
+    def _draw_test(self) -> list[SurfaceInstance]:
+        """The test shapes, sizes and noise levels, each point cloud sampled with a seed from the secret key."""
+        return [SurfaceInstance(f"{shape}_n{n}_s{noise}_secret{k}", shape,
+                                build_complex(sample(shape, n, noise, self.secret_seed(public, "test", k))))
+                for k, (_, shape, n, noise, public) in enumerate(instance_specs("test"))]
 
     @staticmethod
     def solve(heuristic: Callable[..., Any], instance: SurfaceInstance) -> dict[str, Any]:
@@ -218,6 +243,7 @@ class SurfaceRecon(Evaluator):
 def make_refs() -> dict[str, dict[str, dict[str, float]]]:
     """Every baseline's aggregate figures on every set, measured in-process the way the sandbox runs them."""
     ev = SurfaceRecon()
+    ev.public_seeds = True  # the published sets (``test`` is then ``test_published``)
     out: dict[str, dict[str, dict[str, float]]] = {}
     for name, source in ev.baselines.items():
         namespace: dict[str, Any] = {}
