@@ -13,6 +13,16 @@ Partial (issue 30): the slot is the former one. Its signal is small (the baselin
 of a nat) and the official DGC (a conditional/unconditional mix under classifier-free guidance, chosen from
 Mahalanobis distances) cannot be expressed because the tiny generator has no CFG; the ``dgc`` baseline is this
 project's farthest-k reading of it.
+
+Secret test set (issue 28): ``test``'s two candidate pools are drawn per evaluator object from a secret
+(:meth:`Evaluator.secret_seed`); bits, ``k``, the trained model and the held-out sequences are the published ones. The
+slot sees the pool's features, so from the published pool seeds (6 and 8) a rule can recognise its pool by its first
+feature vector and answer with a selection found offline by scoring many on that very pool
+(``tests/evaluators/attacks/ptq4arvg_pool_table.py``: the best of the baselines and 8 random selections per published
+pool, 0.4031 against the best baseline's 0.4037, about twice the spread of the baselines). A draw costs about 0.3 s
+(two pools of 192 sequences and their features, measured under load 4 on 2 cores); there is no reference to compute:
+``nll`` is the quantized model's own. The published pools stay available as ``test_published`` (and as ``test``
+with ``public_seeds = True``): the set of the stored figures.
 """
 
 from __future__ import annotations
@@ -83,7 +93,7 @@ _POOL = 192
 _SPECS = {"train": ((4, 16, 5),), "test": ((6, 16, 6), (4, 8, 8))}
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=16)
 def _pool(seed: int) -> torch.Tensor:
     return sequences(_POOL, seed)
 
@@ -103,6 +113,7 @@ class PTQ4ARVGCalib(Evaluator):
     direction = "minimize"
     primary_metric = "nll"
     template = _TEMPLATE
+    instance_sets = ("train", "test", "test_published")
     limits = Limits(timeout_s=20.0, cpu_s=30, memory_mb=2048)
     baselines = {"dgc": _source(_TEMPLATE.baseline_body), **{k: _source(v) for k, v in _BODIES.items()}}
     # Measured in-process, one torch thread (dgc's train re-checked by tests/evaluators/test_ptq4arvg_calib.py).
@@ -116,18 +127,28 @@ class PTQ4ARVGCalib(Evaluator):
         "nearest": {"train": {"nll": 0.409464, "nll_gap": 0.010853},
                    "test": {"nll": 0.403903, "nll_gap": 0.005291}},
     }
+    # the "test" figures are those of the published pools: also stored under "test_published"
+    reference_figures = {k: {**v, "test_published": v["test"]} for k, v in reference_figures.items()}
     slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("quantization", "image-generation", "calibration", "torch")
+    # the test pools are drawn per evaluator object from a secret: from the published pool seeds a rule can recognise
+    # its pool by its features and answer from a table of selections scored offline on that very pool
+    secret_sets = ("test",)
 
     def load_instances(self, instance_set: str) -> list[CalibInstance]:
+        secret = instance_set == "test" and self.seeds_secret("test")
+        if instance_set == "test_published":
+            instance_set = "test"
         if instance_set not in _SPECS:
             raise self.unknown_instance_set(instance_set)
         model = trained_arvg()
         out = []
-        for bits, k, seed in _SPECS[instance_set]:
+        for j, (bits, k, public) in enumerate(_SPECS[instance_set]):
+            seed = self.secret_seed(public, "test", j) if secret else public
             pool = _pool(seed)
             feats = sample_features(model, pool)
-            out.append(CalibInstance(f"w{bits}a{bits}/k{k}/pool{seed}", bits, k, seed,
+            name = f"w{bits}a{bits}/k{k}/" + (f"secret{j}" if secret else f"pool{seed}")
+            out.append(CalibInstance(name, bits, k, seed,
                                      tuple(tuple(round(float(v), 6) for v in f) for f in feats),
                                      tuple(int(c) - 8 for c in pool[:, 0])))
         return out

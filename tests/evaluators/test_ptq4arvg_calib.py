@@ -51,3 +51,21 @@ def test_dgc_reaches_its_reference_figure_in_process_and_in_the_sandbox(ev, inst
     score = score_result(ev, instances, run_job(make_job(ev, ev.baseline_source(), instances)))
     assert score.feasible, score.error
     assert score.metrics["nll"] == m["nll"]  # the same number through the sandbox (issue 26)
+
+
+def test_the_test_pools_are_a_secret_draw_and_the_published_ones_stay(ev):
+    """Issue 28: ``test``'s pools come from the object's secret key (one draw per object, another on another object);
+    bits and k are the published set's; ``test_published`` and ``public_seeds`` give the pools 6 and 8."""
+    published = ev.load_instances("test_published")
+    assert [(i.bits, i.k, i.pool_seed) for i in published] == [(6, 16, 6), (4, 8, 8)]
+    drawn = ev.load_instances("test")
+    assert [i.features for i in drawn] == [i.features for i in ev.load_instances("test")]  # one draw per object
+    assert all("secret" in i.name and str(i.pool_seed) not in i.name for i in drawn)
+    assert [(i.bits, i.k) for i in drawn] == [(i.bits, i.k) for i in published]
+    assert all(a.features != b.features for a, b in zip(drawn, published))
+    other = PTQ4ARVGCalib().load_instances("test")
+    assert all(a.features != b.features for a, b in zip(drawn, other))
+    public = PTQ4ARVGCalib()
+    public.public_seeds = True
+    assert public.load_instances("test") == published
+    assert ev.reference_figures["dgc"]["test_published"] == ev.reference_figures["dgc"]["test"]
