@@ -14,6 +14,15 @@ those anchor steps, then measures on held-out digits: ``test_loss`` (cross-entro
 ``anchors``, ``layer_parallel_fraction`` (steps without a backward pass through the network) and
 ``final_grad_cos`` (the cosine of the last update with the true gradient). Nothing the child reports
 besides the schedule is used, so a candidate cannot report its own fitness.
+
+Secret test set (issue 28): ``test``'s two training seeds are drawn per evaluator object from a secret
+(:meth:`Evaluator.secret_seed`); model, steps and budget are the published set's. The slot sees the run's
+mini-batch losses, so from the published seeds (2 and 3) a rule can recognise its run by the first loss it is shown
+(at step 1) and play the schedule that did best on that very run (``tests/evaluators/attacks/grape_seed_schedule.py``:
+back-loaded anchors on seed 2, none on seed 3, 0.2551 against the best baseline's 0.2645, more than the spread of
+the baselines, 0.2645-0.2861). A draw costs nothing measurable (two keyed hashes; under 1 ms); there is no
+reference to compute: ``test_loss`` is the trained network's own. The published seeds stay available as
+``test_published`` (and as ``test`` with ``public_seeds = True``): the set of the stored figures.
 """
 
 from __future__ import annotations
@@ -103,19 +112,30 @@ class GrAPEAnchor(Evaluator):
     direction = "minimize"
     primary_metric = "test_loss"
     template = _TEMPLATE
+    instance_sets = ("train", "test", "test_published")
     limits = Limits(timeout_s=300.0, cpu_s=240, memory_mb=8192)
     baselines = {"uniform": _source(_TEMPLATE.baseline_body), **{k: _source(v) for k, v in _BODIES.items()}}
     # Measured in-process, one torch thread, stored as data (``python -m hifo.evaluators.grape_anchor``;
     # train figures re-checked by tests/evaluators/test_grape_anchor.py).
-    reference_figures = {k: v for k, v in _load_refs().items() if not k.startswith("_")}
+    # the "test" figures are those of the published seeds: also stored under "test_published"
+    reference_figures = {k: {**v, "test_published": v["test"]} for k, v in _load_refs().items() if not k.startswith("_")}
     seed_noise = _load_refs().get("_seed_noise", {})
     rank_agreement = _load_refs().get("_rank_agreement", {})
     slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("training", "feedback-alignment", "forward-gradient", "torch")
+    # the test runs' training seeds are drawn per evaluator object from a secret: from the published seeds a rule can
+    # recognise its run by its first loss and play the schedule that did best on that very run
+    secret_sets = ("test",)
 
     def load_instances(self, instance_set: str) -> list[AnchorInstance]:
+        secret = instance_set == "test" and self.seeds_secret("test")
+        if instance_set == "test_published":
+            instance_set = "test"
         if instance_set not in _SPECS:
-            raise KeyError(f"unknown instance set {instance_set!r} for grape_anchor; known: {', '.join(_SPECS)}")
+            raise self.unknown_instance_set(instance_set)
+        if secret:
+            return [AnchorInstance(f"{m}/secret{j}", m, self.secret_seed(s, "test", j), n, b)
+                    for j, (m, s, n, b) in enumerate(_SPECS[instance_set])]
         return [AnchorInstance(f"{m}/seed{s}", m, s, n, b) for m, s, n, b in _SPECS[instance_set]]
 
     @staticmethod
@@ -154,6 +174,7 @@ def _baseline_on(job: tuple[str, str, int]) -> dict[str, float]:
     name, instance_set, index = job
     torch.set_num_threads(1)
     ev = GrAPEAnchor()
+    ev.public_seeds = True  # the stored figures are the published seeds'
     ns: dict[str, Any] = {}
     exec(ev.baselines[name], ns)  # trusted: our own baselines
     instance = ev.load_instances(instance_set)[index]
@@ -168,6 +189,8 @@ def make_refs(jobs: int = 1) -> dict[str, Any]:
     from hifo.evaluators._seed_noise import baselines_per_instance, rank_agreement
 
     ev = GrAPEAnchor()
+    ev.public_seeds = True  # the stored figures are the published seeds'
+    ev.instance_sets = ("train", "test")  # test_published is test with public seeds: measured once
     names = list(ev.baselines)
     out, results = baselines_per_instance(ev, _baseline_on, jobs)
     per_seed = {n: [v["test_loss"] for w, v in results.items() if w[0] == n] for n in names}

@@ -87,3 +87,20 @@ def test_parallel_scoring_in_threads_matches_serial(ev, short):
     serial = [ev.score(short, s)["test_loss"] for s in sols]
     with ThreadPoolExecutor(3) as ex:
         assert [m["test_loss"] for m in ex.map(lambda s: ev.score(short, s), sols)] == serial
+
+
+def test_the_test_seeds_are_a_secret_draw_and_the_published_ones_stay(ev):
+    """Issue 28: ``test``'s training seeds come from the object's secret key (one draw per object, another on another
+    object); model, steps and budget are the published set's; ``test_published`` and ``public_seeds`` give seeds 2, 3."""
+    published = ev.load_instances("test_published")
+    assert [i.seed for i in published] == [2, 3]
+    drawn = ev.load_instances("test")
+    assert drawn == ev.load_instances("test")  # one draw per object
+    assert all("secret" in i.name and str(i.seed) not in i.name for i in drawn)
+    assert not {i.seed for i in drawn} & {0, 1, 2, 3}
+    assert [(i.model, i.steps, i.budget) for i in drawn] == [(i.model, i.steps, i.budget) for i in published]
+    assert {i.seed for i in drawn}.isdisjoint({i.seed for i in GrAPEAnchor().load_instances("test")})
+    public = GrAPEAnchor()
+    public.public_seeds = True
+    assert public.load_instances("test") == published
+    assert ev.reference_figures["none"]["test_published"] == ev.reference_figures["none"]["test"]
