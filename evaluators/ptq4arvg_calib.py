@@ -19,9 +19,10 @@ Secret test set (issue 28): ``test``'s two candidate pools are drawn per evaluat
 slot sees the pool's features, so from the published pool seeds (6 and 8) a rule can recognise its pool by its first
 feature vector and answer with a selection found offline by scoring many on that very pool
 (``tests/evaluators/attacks/ptq4arvg_pool_table.py``: the best of the baselines and 8 random selections per published
-pool, mean ``nll`` 0.40292 against the best baseline's 0.40368, more than twice the baselines' whole spread,
-0.40368-0.40400, measured in-process on one torch thread). A draw costs 0.13-0.26 s (two pools of 192 sequences and
-their features, measured under load 3-4 on 2 cores); there is no reference to compute:
+pool, mean ``nll`` 0.40296 against the best baseline's (dgc) 0.40358, more than the baselines' whole spread,
+0.40358-0.40398; on one secret draw it is dgc's 0.40531, the best baseline there 0.40448; pinned kernels, one torch
+thread). A draw costs 0.13-0.26 s (two pools of 192 sequences and their features, measured under load 3-4 on 2
+cores); there is no reference to compute:
 ``nll`` is the quantized model's own. The published pools stay available as ``test_published`` (and as ``test``
 with ``public_seeds = True``): the set of the stored figures.
 """
