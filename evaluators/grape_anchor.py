@@ -19,8 +19,9 @@ Secret test set (issue 28): ``test``'s two training seeds are drawn per evaluato
 (:meth:`Evaluator.secret_seed`); model, steps and budget are the published set's. The slot sees the run's
 mini-batch losses, so from the published seeds (2 and 3) a rule can recognise its run by the first loss it is shown
 (at step 1) and play the schedule that did best on that very run (``tests/evaluators/attacks/grape_seed_schedule.py``:
-back-loaded anchors on seed 2, none on seed 3, 0.2551 against the best baseline's 0.2645, more than the spread of
-the baselines, 0.2645-0.2861). A draw costs nothing measurable (two keyed hashes; under 1 ms); there is no
+back-loaded anchors on seed 2, none on seed 3, mean ``test_loss`` 0.2551 against the best baseline's (uniform)
+0.2645, more than half the baselines' whole spread, 0.2645-0.2861; on one secret draw it is none's 0.2179, there the
+best baseline). A draw costs nothing measurable (two keyed hashes; under 1 ms); there is no
 reference to compute: ``test_loss`` is the trained network's own. The published seeds stay available as
 ``test_published`` (and as ``test`` with ``public_seeds = True``): the set of the stored figures.
 """
