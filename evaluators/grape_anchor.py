@@ -113,7 +113,7 @@ class GrAPEAnchor(Evaluator):
     direction = "minimize"
     primary_metric = "test_loss"
     template = _TEMPLATE
-    instance_sets = ("train", "test", "test_published")
+    instance_sets: tuple[str, ...] = ("train", "test", "test_published")
     limits = Limits(timeout_s=300.0, cpu_s=240, memory_mb=8192)
     baselines = {"uniform": _source(_TEMPLATE.baseline_body), **{k: _source(v) for k, v in _BODIES.items()}}
     # Measured in-process, one torch thread, stored as data (``python -m hifo.evaluators.grape_anchor``;
