@@ -165,8 +165,15 @@ def test_evaluator_attacks_as_an_ordinary_user(as_user):
     sandbox, where the candidate's uid is the user's own and not a separate unprivileged one."""
     tests = ["tests/evaluators/test_fair_fitness.py", "tests/evaluators/test_escaped_slot.py",
              "tests/evaluators/test_instance_secrecy.py"]
+    # The memorising / seed-replaying attacks (header "# wins on the published seeds") test a secret kept by the
+    # parent, the same whatever uid the candidate runs under, and each draws a whole secret test set (minutes of
+    # LKH, PyVRP, HiGHS): the root run of the suite runs them all; here one of them stays as a check of the path.
+    wins = sorted(p.stem for p in (REPO / "tests" / "evaluators" / "attacks").glob("*.py")
+                  if "# wins on the published seeds" in p.read_text() and p.stem != "bpp_published_table")
+    select = f"not ({' or '.join(wins)})"
     code = ("import pytest\nsys.exit(pytest.main(['-x', '-q', '-p', 'no:cacheprovider', '-rs', "
-            f"'--rootdir', {str(REPO / 'tests' / 'evaluators')!r}, '-c', '/dev/null', *{tests!r}]))\n")
+            f"'--rootdir', {str(REPO / 'tests' / 'evaluators')!r}, '-c', '/dev/null', '-k', {select!r}, "
+            f"*{tests!r}]))\n")
     done = as_user(code, timeout=900)
     report = done.stdout[-4000:] + done.stderr[-2000:]
     assert done.returncode == 0, report
