@@ -1,23 +1,18 @@
 """Table of ``milp_published_points``: HiGHS's best points of the published set-cover ``milp_primal`` test instances
-(seeds 200-202; HiGHS alone within the stored work budget reaches the stored best-known objective, an optimum, on each), as
-sparse (indices, values), keyed by the matrix's non-zero count and the first eight costs."""
+(``_published_setcover.py``), as sparse (indices, values), keyed by the matrix's non-zero count and the first eight
+costs."""
 
-from hifo.evaluators.registry import get_evaluator
+import importlib.util
+from pathlib import Path
 
 
 def table(ev) -> dict[str, list[list]]:
-    from hifo.problems.milp import solve_highs
-
-    public = get_evaluator("milp_primal")
-    public.public_seeds = True
+    spec = importlib.util.spec_from_file_location("_published_setcover", Path(__file__).with_name("_published_setcover.py"))
+    assert spec is not None and spec.loader is not None
+    shared = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shared)
     out = {}
-    for instance in public.load_instances("test_published"):
-        inst = instance["milp"]
-        if inst.family != "setcover":
-            continue
-        r = solve_highs(inst, time_limit=instance["work_limit"], clock="work")
-        assert r.objective <= instance["best_known"] + 1e-6, (inst.name, r.objective)  # the stored optimum
-        x = r.x
+    for inst, x in shared.optimal_points():
         nz = [j for j in range(inst.n_vars) if abs(x[j]) > 1e-9]
         out[repr((int(inst.A.nnz), [round(float(v), 6) for v in inst.c[:8]]))] = [nz, [round(float(x[j])) for j in nz]]
     return out
