@@ -8,11 +8,15 @@ The parent still sets up the test's fixtures (cheap ones here); only the call ru
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import os
 import re
 import signal
 import subprocess
 import sys
+from collections import defaultdict
+from types import SimpleNamespace
 
 import pytest
 
@@ -99,3 +103,29 @@ def pytest_pyfunc_call(pyfuncitem):
 def _own_runs_index(tmp_path_factory, monkeypatch):
     """Each test notes its runs in an index of its own, never in the user's (``hifo runs`` reads it)."""
     monkeypatch.setenv("HIFO_RUNS_INDEX", str(tmp_path_factory.mktemp("runs-index") / "runs.index"))
+
+
+_KEYS_DRAWN: defaultdict[str, itertools.count] = defaultdict(itertools.count)
+
+
+def _test_secret_bytes(n: int = 32) -> bytes:
+    """Stands in for ``secrets.token_bytes`` where the code draws a secret key (an evaluator's secret test set,
+    a run's key): the k-th key drawn while a test runs is a hash of the test's id and k. Every object still
+    gets a key of its own (two objects draw different sets, as in a run), but a test meets the same draw on
+    every machine and every run, so a property checked on a secret draw cannot pass here and fail there."""
+    test = os.environ.get("PYTEST_CURRENT_TEST", "outside a test").rsplit(" (", 1)[0]
+    return hashlib.blake2b(f"{test}#{next(_KEYS_DRAWN[test])}".encode(), digest_size=n).digest()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _reproducible_secret_keys():
+    """Secret keys in tests are reproducible (see :func:`_test_secret_bytes`); a real run's keys come from
+    :mod:`secrets` (tests/agents/test_secret_key.py checks the real call)."""
+    from hifo.agents import run_kb
+    from hifo.evaluators import base
+
+    fake = SimpleNamespace(token_bytes=_test_secret_bytes, token_hex=lambda n=32: _test_secret_bytes(n).hex())
+    saved = base.secrets, run_kb.secrets
+    base.secrets = run_kb.secrets = fake  # type: ignore[assignment]
+    yield
+    base.secrets, run_kb.secrets = saved

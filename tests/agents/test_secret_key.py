@@ -102,3 +102,19 @@ def test_a_run_draws_its_secret_test_set_ahead_with_its_lazy_references(tmp_path
         assert calls == []
     finally:
         store.close()
+
+
+def test_outside_the_tests_keys_come_from_the_secrets_module():
+    """tests/conftest.py makes the keys drawn in a test reproducible; a real process draws them with `secrets`."""
+    import subprocess
+    import sys
+
+    code = ("import secrets\n"
+            "from hifo.agents import run_kb\n"
+            "from hifo.evaluators import base\n"
+            "from hifo.evaluators.registry import get_evaluator\n"
+            "assert base.secrets is secrets and run_kb.secrets is secrets\n"
+            "a, b = get_evaluator('bpp_online'), get_evaluator('bpp_online')\n"
+            "assert a.secret_seed(0, 'x') != b.secret_seed(0, 'x')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
