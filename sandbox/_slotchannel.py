@@ -12,7 +12,11 @@ import struct
 import time
 from typing import Any
 
+from . import _slotcodec
+
 _LEN = struct.Struct("!Q")
+_SEQ_COUNT = struct.Struct("<Q")
+IN_PLACE = (b"c", b"a", b"r")  # frame kinds in the compact encoding: read in place (see _Channel.read)
 MAX_FRAME = 1 << 30
 CHANNEL_BYTES = 1 << 20  # each direction's shared-memory frame; larger frames go over the socket
 _OVER_SOCKET = (1 << 64) - 1
@@ -46,6 +50,7 @@ class _Channel:
 
     def __init__(self) -> None:
         self.mem = mmap.mmap(-1, 2 * CHANNEL_BYTES + 16)  # MAP_SHARED | MAP_ANONYMOUS; two frames, two counters
+        self.view = memoryview(self.mem)
         self.to_slot = os.eventfd(0, os.EFD_NONBLOCK)
         self.to_algorithm = os.eventfd(0, os.EFD_NONBLOCK)
         self.sent = {_REQUEST: 0, _ANSWER: 0}  # this side's count of frames per direction (sent or awaited)
@@ -71,6 +76,27 @@ class _Channel:
         self.mem[start + 1:start + n] = body
         self.mem[_SEQ[offset]:_SEQ[offset] + 8] = seq
         os.eventfd_write(wake, 1)
+
+    def send_value(self, offset: int, kind: bytes, value: Any, wake: int, sock: socket.socket) -> bool:
+        """:meth:`send` of ``value``'s compact encoding (:mod:`hifo.sandbox._slotcodec`), written straight into the
+        frame (no intermediate bytes); False, with nothing sent, when the codec does not carry ``value``."""
+        start = offset + _LEN.size + 1
+        try:
+            end = _slotcodec.encode_into(value, self.mem, start, offset + CHANNEL_BYTES)
+        except _slotcodec.Full:
+            body = _slotcodec.encode(value)
+            if body is None:
+                return False
+            self.send(offset, kind, body, wake, sock)  # too large for the mapping: over the socket
+            return True
+        if end is None:
+            return False
+        self.sent[offset] += 1
+        _LEN.pack_into(self.mem, offset, end - offset - _LEN.size)
+        self.mem[offset + _LEN.size] = kind[0]
+        _SEQ_COUNT.pack_into(self.mem, _SEQ[offset], self.sent[offset])
+        os.eventfd_write(wake, 1)
+        return True
 
     def wait(self, offset: int, wake: int, poller: Any) -> set[int]:
         """Wait for the next frame in ``offset``'s direction: spin on its counter for up to :data:`SPIN_S`, then
@@ -110,14 +136,21 @@ class _Channel:
                 return others
         return set()
 
-    def read(self, offset: int, sock: socket.socket) -> tuple[bytes, bytes]:
-        n = _LEN.unpack(self.mem[offset:offset + _LEN.size])[0]
+    def read(self, offset: int, sock: socket.socket) -> tuple[bytes, Any]:
+        """The frame in ``offset``'s direction: its kind and body. The body of a compact-encoded frame (kinds in
+        :data:`IN_PLACE`) is a memoryview of the mapping itself, to be decoded at once (:func:`_slotcodec.decode`
+        reads each byte once, so the other side writing it meanwhile cannot make it inconsistent); any other body
+        is a copy (bytes: later writes cannot change it)."""
+        n = _LEN.unpack_from(self.mem, offset)[0]
         if n == _OVER_SOCKET:
             return _recv(sock)
         if not 1 <= n <= CHANNEL_BYTES - _LEN.size:
             raise EOFError("bad frame length")
-        frame = self.mem[offset + _LEN.size:offset + _LEN.size + n]  # a copy: later writes cannot change it
-        return frame[:1], frame[1:]
+        start = offset + _LEN.size
+        kind = self.mem[start:start + 1]
+        if kind in IN_PLACE:
+            return kind, self.view[start + 1:start + n]
+        return kind, self.mem[start + 1:start + n]
 
     def reset(self) -> None:
         self.mem.madvise(mmap.MADV_REMOVE)  # frames and counters read zero again

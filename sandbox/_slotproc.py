@@ -168,6 +168,7 @@ def _serve(sock: socket.socket, channel: _Channel, code: str, entry: str, fence:
             except Exception as exc:
                 raise _execute.JobFailure("error", f"sandbox setup failed: slot-server seccomp filter: "
                                                    f"{_execute.one_line(exc)}") from None
+        _slotcodec.freeze()  # torch.Tensor as loaded, before the candidate could rebind it
         _fence.install()
         function = _execute.load_candidate(code, entry, fence)
     except _execute.JobFailure as failure:
@@ -201,9 +202,8 @@ def _serve(sock: socket.socket, channel: _Channel, code: str, entry: str, fence:
             if violation:
                 answer(b"F", _failure("error", violation))
                 continue
-            data = _slotcodec.encode(value)  # exact built-in and numpy types only: runs no candidate method
-            if data is not None:
-                answer(b"r", data)
+            # exact built-in, numpy and torch types only: runs no candidate method
+            if channel.send_value(_ANSWER, b"r", value, channel.to_algorithm, sock):
                 continue
             _fence._enter()  # pickling may run the candidate's own methods: inside the audit window
             try:
@@ -287,12 +287,9 @@ class SlotProxy:
         self.ready()
         started = time.perf_counter()
         try:
-            body = _slotcodec.encode((args, kwargs))
-            if body is None:
+            if not self.channel.send_value(_REQUEST, kind.lower(), (args, kwargs), self.channel.to_slot, self.sock):
                 body = pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
-            else:
-                kind = kind.lower()
-            self.channel.send(_REQUEST, kind, body, self.channel.to_slot, self.sock)
+                self.channel.send(_REQUEST, kind, body, self.channel.to_slot, self.sock)
             if self.channel.wait(_ANSWER, self.channel.to_algorithm, self._poll):
                 # the server died without answering (its pidfd): the zygote says how
                 self._drop_server()

@@ -119,3 +119,116 @@ def test_through_the_slot_process_the_answers_are_those_of_pickle():
             proxy("sub", arg)
     finally:
         proxy.close()
+
+
+torch = pytest.importorskip("torch")
+
+
+def same_tensor(a, b) -> bool:
+    """What pickle gives: exact type, dtype, shape, strides, values, no grad, a whole storage of its own."""
+    return (type(a) is type(b) is torch.Tensor and a.dtype == b.dtype and a.shape == b.shape
+            and a.stride() == b.stride() and a.storage_offset() == b.storage_offset() == 0
+            and not a.requires_grad and not b.requires_grad and torch.equal(a, b)
+            and a.untyped_storage().nbytes() == b.untyped_storage().nbytes())
+
+
+TENSORS = [
+    torch.arange(6, dtype=torch.float32).reshape(2, 3), torch.tensor(3.5, dtype=torch.float64),
+    torch.zeros(0, 4, dtype=torch.int64), torch.tensor([True, False, True]), torch.arange(4, dtype=torch.bfloat16),
+    torch.arange(5, dtype=torch.float16), torch.arange(3, dtype=torch.uint8), torch.arange(-3, 3, dtype=torch.int8),
+    torch.arange(4, dtype=torch.int16), torch.arange(4, dtype=torch.int32),
+]
+
+
+@pytest.mark.parametrize("value", TENSORS, ids=lambda v: str(v.dtype))
+def test_tensors_round_trip_as_pickle_would_give_them(value):
+    other = value.clone() if value.numel() else torch.ones(1)  # empty storages all sit at 0: "shared", pickled
+    data = _slotcodec.encode({"t": value, "n": [other]})
+    assert data is not None
+    decoded, expected = _slotcodec.decode(data), pickle.loads(pickle.dumps({"t": value, "n": [other]}))
+    assert same_tensor(decoded["t"], expected["t"]) and same_tensor(decoded["n"][0], expected["n"][0])
+    assert decoded["t"].untyped_storage().data_ptr() != value.untyped_storage().data_ptr() or not value.numel()
+    decoded["t"].zero_()  # a tensor of its own: writable, the original untouched
+    assert torch.equal(value, TENSORS[[id(t) for t in TENSORS].index(id(value))])
+
+
+def tensors_left_to_pickle():
+    shared = torch.ones(3)
+    with_attribute = torch.ones(2)
+    with_attribute.note = "kept by pickle"
+    return [
+        torch.nn.Parameter(torch.ones(2)), torch.ones(2, requires_grad=True), torch.arange(10.0)[2:5],
+        torch.arange(10.0)[:5], torch.ones(2, 3).T, (shared, shared), (shared, shared.view(3, 1)),
+        torch.ones(2).to_sparse(), torch.ones(2, dtype=torch.complex64), with_attribute,
+    ]
+
+
+@pytest.mark.parametrize("value", tensors_left_to_pickle(), ids=lambda v: type(v).__name__)
+def test_other_tensors_are_left_to_pickle(value):
+    assert _slotcodec.encode(value) is None
+
+
+def test_forged_tensor_frames_raise_value_error_only():
+    frames = [_slotcodec.encode(t) for t in TENSORS]
+    for frame in frames:
+        for cut in range(len(frame)):
+            with pytest.raises(ValueError):
+                _slotcodec.decode(frame[:cut])
+        with pytest.raises(ValueError):
+            _slotcodec.decode(frame + b"\x00")
+    header = b"x" + bytes((0, 2)) + np.array([1 << 40, 1 << 40], dtype="<i8").tobytes()  # a huge tensor
+    with pytest.raises(ValueError, match="array data"):
+        _slotcodec.decode(header + b"\x00" * 16)
+    with pytest.raises(ValueError, match="array header"):  # a dtype index past the table
+        _slotcodec.decode(b"x" + bytes((len(_slotcodec._TENSOR_DTYPES), 0)) + b"\x00" * 8)
+    frame = bytearray(_slotcodec.encode(torch.tensor([True, False, True])))
+    frame[-1] = 7
+    assert _slotcodec.decode(bytes(frame)).tolist() == [True, False, True]
+
+
+def test_the_encoder_keeps_the_tensor_class_it_froze(monkeypatch):
+    """The slot server freezes torch.Tensor before the candidate loads: a candidate that rebinds it does not make
+    the encoder treat (and call the methods of) its own class."""
+    class Fake:
+        dtype = property(lambda self: (_ for _ in ()).throw(AssertionError("ran")))
+
+    monkeypatch.setattr(_slotcodec._Frozen, "frozen", False)
+    monkeypatch.setattr(_slotcodec._Frozen, "tensor", None)
+    _slotcodec.freeze()
+    monkeypatch.setattr(torch, "Tensor", Fake)
+    assert _slotcodec.encode(Fake()) is None
+    assert _slotcodec.encode(torch.ones(2)) is not None
+
+
+def test_the_codec_needs_no_torch_until_a_tensor_arrives():
+    import subprocess
+    import sys
+
+    script = ("import sys, numpy as np\n"
+              "from hifo.sandbox import _slotcodec\n"
+              "data = _slotcodec.encode(((0.3, np.arange(3.0)), {'m': [1, 'x', None]}))\n"
+              "value = _slotcodec.decode(data)\n"
+              "assert 'torch' not in sys.modules, 'imported'\n"
+              f"_slotcodec.decode({_slotcodec.encode(torch.ones(2))!r})\n"
+              "assert 'torch' in sys.modules\n")
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=300)
+
+
+def test_tensors_through_the_slot_process_are_those_of_pickle():
+    code = ("import torch\n"
+            "def f(x, state):\n"
+            "    state['seen'] = x.clone()\n"
+            "    if state.get('parameter'):\n        return torch.nn.Parameter(torch.ones(1))\n"
+            "    return x * 2\n")
+    fence = {"imports": list(_fence.DEFAULT_SLOT_IMPORTS) + ["torch"], "process": True}
+    proxy = _slotproc.fork({"code": code, "entry": "f", "fence": fence}, (), {"memory_mb": 8192}).ready()
+    try:
+        x = torch.arange(4, dtype=torch.float32)
+        double, args, _ = proxy.call_returning_args(x, {})
+        assert same_tensor(double, x * 2) and torch.equal(x, torch.arange(4, dtype=torch.float32))
+        assert same_tensor(args[1]["seen"], x)
+        # a Parameter is pickled, and the algorithm's restricted unpickler refuses its class, as before the codec
+        with pytest.raises(_slotproc._execute.JobFailure, match="plain data"):
+            proxy(x, {"parameter": True})
+    finally:
+        proxy.close()
