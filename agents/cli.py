@@ -303,26 +303,6 @@ def show(run: Path = typer.Argument(...), top: int = typer.Option(5, "--top"),
 
 
 @app.command()
-def problems(as_json: bool = typer.Option(False, "--json")) -> None:
-    """List the registered evaluators (entry point group ``hifo.evaluators``)."""
-    from hifo.evaluators.registry import evaluator_infos
-
-    rows = evaluator_infos()  # cached per source state: under a second after the first listing
-    if as_json:
-        print(json.dumps(rows, indent=2))
-        return
-    from rich.table import Table
-
-    t = Table("name", "metric", "direction", "instance sets", "entry")
-    for r in rows:
-        t.add_row(r["name"], r.get("primary_metric", r.get("error", "")), r.get("direction", ""),
-                  ", ".join(r.get("instance_sets", [])), r.get("entry", ""))
-    for col in t.columns:
-        col.overflow = "fold"
-    console.print(t)
-
-
-@app.command()
 def evaluate(
     problem: str = typer.Option(..., "--problem", "-p"),
     heuristic: Path = typer.Option(..., "--heuristic", help="Python file defining the heuristic"),
@@ -384,49 +364,6 @@ def evaluate(
     raise typer.Exit(0 if score.feasible else 5)
 
 
-@app.command()
-def doctor(as_json: bool = typer.Option(False, "--json"),
-           no_smoke: bool = typer.Option(False, "--no-smoke", help="skip the one-token test of the embedded model"),
-           model: Optional[str] = typer.Option(None, "--model", "-m", help="also make the pre-flight call "
-                                               "`hifo run` makes to this model (exit 2 when it fails)"),
-           determinism: bool = typer.Option(False, "--determinism", help="instead: score every evaluator's "
-                                            "baselines on train under this CPU's kernels, an AVX2-only machine's "
-                                            "and beside a CPU hog, and compare with the declared tolerances "
-                                            "(minutes per evaluator; exit 1 on a difference)"),
-           det_problems: Optional[list[str]] = typer.Option(None, "--problem", "-p", help="with --determinism: "
-                                                            "only these evaluators (repeatable)"),
-           ) -> None:
-    """Which model backends, isolation layers and optional packages this machine has; how llama.cpp was
-    built, and whether the embedded model generates here (in a child process). With --determinism:
-    whether every fitness is the same number on every machine (hifo.evaluators.determinism)."""
-    if determinism:
-        from hifo.evaluators import determinism as det
-
-        raise typer.Exit(det.main([*(det_problems or []), "--configs", *det.CONFIGS]))
-    from hifo.agents.report import doctor_report
-
-    model_error = None
-    rep = doctor_report(smoke=not no_smoke)
-    if model is not None:  # the report is printed whatever the model check says; its failure is the exit code
-        from hifo.agents.preflight import PreflightError, check_model
-
-        try:
-            note = check_model(model, hint="")
-            rep["model check"] = {"model": model, "result": note or "a local or replay model (no call needed)"}
-        except (PreflightError, ValueError) as exc:
-            model_error = _one_line(exc)
-            rep["model check"] = {"model": model, "result": f"failed: {model_error}"}
-    if as_json:
-        print(json.dumps(rep, indent=2, default=str))
-    else:
-        for section, items in rep.items():
-            console.print(section, style="bold", markup=False, highlight=False)
-            for k, v in items.items():
-                console.print(f"  {k}: {v}", markup=False, highlight=False)
-    if model_error is not None:
-        raise typer.Exit(2)
-
-
 def main() -> None:
     if len(sys.argv) > 1 and not {"--help", "-h", "--version"} & set(sys.argv[1:]):
         # before numpy or torch load: this process scores candidates on the kernels the sandbox child is
@@ -454,6 +391,8 @@ def main() -> None:
 app.add_typer(_principles_app(), name="principles", help="Inspect and manage the knowledge base.")
 from hifo.agents import cli_tools as _tools  # noqa: E402 - light: typer and rich only
 
+app.command("problems")(_tools.problems)
+app.command("doctor")(_tools.doctor)
 app.command("report")(_tools.report)
 app.command("compare")(_tools.compare)
 app.command("ui")(_tools.ui)

@@ -1,8 +1,9 @@
-"""The ``hifo report``, ``hifo compare``, ``hifo ui`` and ``hifo new-problem`` commands (registered on the app in
-:mod:`agents.cli`). Kept apart so ``cli.py`` stays short; imports stay inside the commands."""
+"""The ``hifo problems``, ``hifo doctor``, ``hifo report``, ``hifo compare``, ``hifo ui`` and ``hifo new-problem``
+commands (registered on the app in :mod:`agents.cli`). Kept apart so ``cli.py`` stays short; imports stay inside the commands."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import List, Optional
 
@@ -18,6 +19,10 @@ def _fail(msg: str, code: int = 2) -> None:
 
     err.print(f"[bold red]error:[/] {escape(' '.join(msg.split()))}")
     raise typer.Exit(code)
+
+
+def _one_line(exc: BaseException | str) -> str:
+    return " ".join(str(exc).split())
 
 
 def _open(path: Path) -> None:
@@ -102,3 +107,64 @@ def new_problem(name: str = typer.Argument(..., help="problem name, a lower-case
                   f"try it:  hifo evaluate --problem {ev_file}:{cls} --heuristic my_rule.py\n"
                   f"         hifo run --problem {ev_file}:{cls}\n"
                   f"test it: pytest {test_file}")
+
+
+def problems(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List the registered evaluators (entry point group ``hifo.evaluators``)."""
+    from hifo.evaluators.registry import evaluator_infos
+
+    rows = evaluator_infos()  # cached per source state: under a second after the first listing
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    from rich.table import Table
+
+    t = Table("name", "metric", "direction", "instance sets", "entry")
+    for r in rows:
+        t.add_row(r["name"], r.get("primary_metric", r.get("error", "")), r.get("direction", ""),
+                  ", ".join(r.get("instance_sets", [])), r.get("entry", ""))
+    for col in t.columns:
+        col.overflow = "fold"
+    console.print(t)
+
+
+def doctor(as_json: bool = typer.Option(False, "--json"),
+           no_smoke: bool = typer.Option(False, "--no-smoke", help="skip the one-token test of the embedded model"),
+           model: Optional[str] = typer.Option(None, "--model", "-m", help="also make the pre-flight call "
+                                               "`hifo run` makes to this model (exit 2 when it fails)"),
+           determinism: bool = typer.Option(False, "--determinism", help="instead: score every evaluator's "
+                                            "baselines on train under this CPU's kernels, an AVX2-only machine's "
+                                            "and beside a CPU hog, and compare with the declared tolerances "
+                                            "(minutes per evaluator; exit 1 on a difference)"),
+           det_problems: Optional[list[str]] = typer.Option(None, "--problem", "-p", help="with --determinism: "
+                                                            "only these evaluators (repeatable)"),
+           ) -> None:
+    """Which model backends, isolation layers and optional packages this machine has; how llama.cpp was
+    built, and whether the embedded model generates here (in a child process). With --determinism:
+    whether every fitness is the same number on every machine (hifo.evaluators.determinism)."""
+    if determinism:
+        from hifo.evaluators import determinism as det
+
+        raise typer.Exit(det.main([*(det_problems or []), "--configs", *det.CONFIGS]))
+    from hifo.agents.report import doctor_report
+
+    model_error = None
+    rep = doctor_report(smoke=not no_smoke)
+    if model is not None:  # the report is printed whatever the model check says; its failure is the exit code
+        from hifo.agents.preflight import PreflightError, check_model
+
+        try:
+            note = check_model(model, hint="")
+            rep["model check"] = {"model": model, "result": note or "a local or replay model (no call needed)"}
+        except (PreflightError, ValueError) as exc:
+            model_error = _one_line(exc)
+            rep["model check"] = {"model": model, "result": f"failed: {model_error}"}
+    if as_json:
+        print(json.dumps(rep, indent=2, default=str))
+    else:
+        for section, items in rep.items():
+            console.print(section, style="bold", markup=False, highlight=False)
+            for k, v in items.items():
+                console.print(f"  {k}: {v}", markup=False, highlight=False)
+    if model_error is not None:
+        raise typer.Exit(2)
