@@ -35,8 +35,11 @@ Per arm and seed it records the best training objective against model calls (``c
 i-th operator prompt, the best feasible objective so far, starting from the best seeded baseline),
 the test-set objective of every candidate that was the best so far at some point (``test_curve``: the
 same x axis, y = that candidate's objective on the evaluator's test set), the valid-candidate rate
-(model-written candidates that were evaluated and feasible, out of all model replies), the failure
-kinds and the principles credited.  ``--plot`` draws ``test_curve`` per arm (median over seeds at each
+(model-written candidates that were evaluated and feasible, out of all model replies), the same counting a
+duplicate rejected before evaluation as valid when the candidate it repeats works (``valid_or_repeat``,
+:func:`repeat_counts`; issue 27's "valid", whose "distinct" share is ``distinct_share``), the failure
+kinds and the principles credited.  A row reused by ``--resume`` that predates those counts gets them from its
+run folder under ``--work`` (and the checkpoint is rewritten with them).  ``--plot`` draws ``test_curve`` per arm (median over seeds at each
 call count) into a PNG, one panel per problem.  Results go to ``benchmarks/results/discovery.json``.
 Not covered (see the JSON's ``not_covered``): runs of the size the issue asks for (about 120 calls per
 arm, 3 seeds) are not part of this module's test; the README reports the sizes actually run.
@@ -113,6 +116,30 @@ def distinct_behaviours(candidates: list[Any], metric: str) -> int:
                 for c in candidates if c.ok and c.per_instance})
 
 
+def repeat_counts(candidates: list[Any], model_made: list[Any]) -> dict[str, Any]:
+    """Valid counts that see through novelty before evaluation: a reply whose code (normalised) or behaviour on
+    the probe equals an earlier candidate's is recorded as a duplicate and never evaluated, so ``valid`` misses it
+    even when it is a working program. ``repeats_of_valid`` counts the duplicates whose earlier candidate (the one
+    named by the probe, else the first candidate with the same code hash) is valid, a baseline included: programs
+    that work but bring nothing new. ``valid_or_repeat`` = ``valid`` + ``repeats_of_valid`` is issue 27's "valid"
+    (a working program, new or not); ``distinct_share`` = ``distinct_valid`` / ``valid_or_repeat`` its "distinct
+    in behaviour" share."""
+    by_id = {c.id: c for c in candidates}
+    first: dict[str, Any] = {}
+    for c in candidates:  # in the order they were recorded
+        if c.code_hash and c.status != "duplicate" and c.code_hash not in first:
+            first[c.code_hash] = c
+    duplicates = [c for c in model_made if c.status == "duplicate"]
+    repeats = 0
+    for c in duplicates:
+        named = re.search(r"behaves like (\S+) on the probe", c.error or "")
+        earlier = by_id.get(named.group(1)) if named else first.get(c.code_hash or "")
+        repeats += earlier is not None and bool(earlier.ok)
+    valid = sum(1 for c in model_made if c.ok)
+    return {"duplicates": len(duplicates), "repeats_of_valid": repeats, "valid_or_repeat": valid + repeats,
+            "valid_or_repeat_rate": (valid + repeats) / len(model_made) if model_made else None}
+
+
 def measure(run_dir: Path, summary: dict[str, Any], kb_path: Path, executor: Any = None,
             test_set: str | None = None) -> dict[str, Any]:
     """What one run shows: curve, test objective, valid rate, credited principles.  ``model_calls`` counts
@@ -127,6 +154,7 @@ def measure(run_dir: Path, summary: dict[str, Any], kb_path: Path, executor: Any
         n_calls = len([p for p in store.prompts() if p["operator"] != "distill"])
         valid = [c for c in model_made if c.ok]
         distinct_valid = distinct_behaviours(valid, summary.get("primary_metric") or "")
+        repeats = repeat_counts(store.candidates(), model_made)
         errors: dict[str, int] = {}
         for c in model_made:
             if not c.ok and c.error:  # first words of the reason: "undefined name(s)", "error: TypeError", ...
@@ -158,7 +186,8 @@ def measure(run_dir: Path, summary: dict[str, Any], kb_path: Path, executor: Any
                     for p in kb.list(status=None) if p.credit_n]
     return {"model_calls": n_calls, "replies": len(model_made), "valid": len(valid),
             "valid_rate": len(valid) / len(model_made) if model_made else None,
-            "distinct_valid": distinct_valid,
+            "distinct_valid": distinct_valid, **repeats,
+            "distinct_share": distinct_valid / repeats["valid_or_repeat"] if repeats["valid_or_repeat"] else None,
             "failures": dict(sorted(errors.items(), key=lambda kv: -kv[1])),
             "best_train": top.get("objective"), "best_id": top.get("id"),
             "best_baseline": best_base.thought if best_base else None,
@@ -203,15 +232,19 @@ def run_all(problems: list[str], seeds: list[int], calls: int, model: str, work:
     from hifo.sandbox import LocalExecutor
 
     rows = []
-    n_transferred = 0
+    n_transferred = backfilled = 0
     done = load_done(checkpoint, calls, bool(extra.get("probe_novelty", False))) if resume else {}
     with LocalExecutor(max_workers=2) as ex:
         for problem in problems:
             for arm in [a for a in PROBLEM_ARMS[problem] if arms is None or a in arms]:
                 for seed in seeds:
                     if (problem, arm, seed) in done:
-                        rows.append(done[(problem, arm, seed)])
+                        row = done[(problem, arm, seed)]
+                        rows.append(row)
                         log(f"{problem:<14}{arm:<14}seed {seed}: reused from {checkpoint}")
+                        if "valid_or_repeat" not in row:  # a row written before the counts existed
+                            cfg = arm_config(problem, arm, seed, calls, model, work, **extra)
+                            backfilled += backfill_repeats(row, Path(cfg.run_dir or ""), log)
                         continue
                     cfg = arm_config(problem, arm, seed, calls, model, work, **extra)
                     shutil.rmtree(cfg.run_dir or "", ignore_errors=True)  # an arm cut short starts again
@@ -248,7 +281,43 @@ def run_all(problems: list[str], seeds: list[int], calls: int, model: str, work:
                         f"{row['valid']}/{row['replies']}  best {row['best_train']}  (baseline "
                         f"{row['best_baseline']} {row['best_baseline_train']})  beat={row['beat_baseline_on_train']}"
                         f"  {row['wall_s']} s")
+    if backfilled and checkpoint is not None:  # rewritten whole, the new fields in the reused rows
+        tmp = checkpoint.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps(r, default=str) + "\n" for r in load_all(checkpoint, done)))
+        tmp.replace(checkpoint)
     return {"rows": rows, "summary": summarise(rows)}
+
+
+def backfill_repeats(row: dict[str, Any], run_dir: Path, log: Callable[[str], None]) -> int:
+    """Add :func:`repeat_counts`' fields to a reused row from its run folder (kept with ``--work``); 0 when the
+    folder is gone (the row then keeps only ``valid``)."""
+    store_path = run_dir / "run.sqlite"
+    if not store_path.exists():
+        log(f"  {run_dir}: no run store, so no repeat counts for this row")
+        return 0
+    store = RunStore(store_path)
+    try:
+        model_made = store.candidates(not_operator=("baseline", "hyper"))
+        row.update(repeat_counts(store.candidates(), model_made))
+    finally:
+        store.close()
+    row["distinct_share"] = row["distinct_valid"] / row["valid_or_repeat"] if row.get("valid_or_repeat") else None
+    return 1
+
+
+def load_all(path: Path, reused: dict[tuple[str, str, int], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every row of the checkpoint, in its order, a reused row replaced by its (updated) object."""
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        key = (row.get("problem"), row.get("arm"), row.get("seed"))
+        same = reused.get(key)  # type: ignore[arg-type]
+        out.append(same if same is not None and same.get("calls_budget") == row.get("calls_budget")
+                   and same.get("probe_novelty", False) == row.get("probe_novelty", False) else row)
+    return out
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -261,10 +330,15 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             bests = [r["best_train"] for r in rs if r["best_train"] is not None]
             valid = sum(r["valid"] for r in rs)
             replies = sum(r["replies"] for r in rs)
+            counted = [r for r in rs if "valid_or_repeat" in r]  # rows whose repeats were counted
+            working = sum(r["valid_or_repeat"] for r in counted)
             table.setdefault(problem, {})[arm] = {
                 "seeds": len(rs), "median_best_train": statistics.median(bests) if bests else None,
                 "beat_baseline_seeds": sum(r["beat_baseline_on_train"] for r in rs),
-                "valid_rate": valid / replies if replies else None, "valid": valid, "replies": replies}
+                "valid_rate": valid / replies if replies else None, "valid": valid, "replies": replies,
+                "valid_or_repeat_rate": (working / sum(r["replies"] for r in counted)
+                                         if counted and sum(r["replies"] for r in counted) else None),
+                "distinct_share": (sum(r["distinct_valid"] for r in counted) / working if working else None)}
     return table
 
 
@@ -321,12 +395,13 @@ def main(argv: list[str] | None = None) -> dict:
     checkpoint = args.out.with_suffix(".rows.jsonl")
     if not args.resume:
         checkpoint.unlink(missing_ok=True)
+    extra: dict[str, Any] = {"probe_novelty": True} if args.probe else {}
     with tempfile.TemporaryDirectory(prefix="hifo-discovery-") as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         result = run_all(args.problems, args.seeds, args.calls, args.model, work, arms=args.arms,
                          checkpoint=checkpoint, resume=args.resume,
-                         **({"probe_novelty": True} if args.probe else {}))
+                         **extra)
     result.update({"calls_per_arm": args.calls, "seeds": args.seeds, "model": args.model,
                    "machine": platform.platform(), "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                    "not_covered": [f"about 120 calls per arm and 3 seeds (this run: {args.calls} calls, "

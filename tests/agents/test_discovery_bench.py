@@ -20,6 +20,7 @@ def test_arms_run_to_equal_calls_and_are_measured(tmp_path, make_fake_model):
         assert r["best_baseline"] is not None  # test_set == train set: no separate test evaluation
         assert sum(r["failures"].values()) <= r["replies"] - r["valid"]
         assert 0 <= r["distinct_valid"] <= r["valid"] and (r["valid"] == 0 or r["distinct_valid"] >= 1)
+        assert r["valid"] <= r["valid_or_repeat"] <= r["valid"] + r["duplicates"] <= r["replies"]
     s = out["summary"]["bpp_online"]["full"]
     assert s["seeds"] == 1 and 0 <= s["valid_rate"] <= 1
 
@@ -108,3 +109,40 @@ def test_checkpoint_keeps_finished_arms_and_resume_runs_only_the_rest(tmp_path, 
     run_all(["bpp_online"], [0], 6, "fake", tmp_path / "w", client_factory=make_fake_model,
             arms=["best_of_n"], log=log.append, test_set="train", checkpoint=ck, resume=True, probe_novelty=True)
     assert not any("reused" in m for m in log)
+
+
+def test_repeats_of_working_programs_count_as_valid_but_not_as_new():
+    """Issue 27's "valid": a duplicate rejected before evaluation is a working program when the candidate it
+    repeats (named by the probe, else the first with its code hash) works; a repeat of a broken one is not."""
+    from types import SimpleNamespace as C
+
+    from benchmarks.discovery import repeat_counts
+
+    base = C(id="base-best_fit", code_hash="h0", status="evaluated", ok=True, error=None)
+    good = C(id="g1-000", code_hash="h1", status="evaluated", ok=True, error=None)
+    bad = C(id="g1-001", code_hash="h2", status="evaluated", ok=False, error="error: TypeError")
+    made = [good, bad,
+            C(id="g1-002", code_hash="h1", status="duplicate", ok=False, error="duplicate of an earlier candidate"),
+            C(id="g1-003", code_hash="h2", status="duplicate", ok=False, error="duplicate of an earlier candidate"),
+            C(id="g1-004", code_hash="h9", status="duplicate", ok=False,
+              error="duplicate: behaves like base-best_fit on the probe instances"),
+            C(id="g1-005", code_hash="h8", status="duplicate", ok=False,
+              error="duplicate: behaves like g1-001 on the probe instances")]
+    counts = repeat_counts([base, *made], made)
+    assert counts == {"duplicates": 4, "repeats_of_valid": 2, "valid_or_repeat": 3, "valid_or_repeat_rate": 0.5}
+
+
+def test_a_reused_row_gets_its_repeat_counts_from_its_run_folder(tmp_path, make_fake_model):
+    ck = tmp_path / "d.rows.jsonl"
+    run_all(["bpp_online"], [0], 6, "fake", tmp_path / "w", client_factory=make_fake_model, arms=["best_of_n"],
+            log=lambda s: None, test_set="train", checkpoint=ck)
+    row = json.loads(ck.read_text())
+    counted = {k: row.pop(k) for k in ("duplicates", "repeats_of_valid", "valid_or_repeat", "valid_or_repeat_rate",
+                                       "distinct_share")}
+    ck.write_text(json.dumps(row) + "\n")  # as a row written before the counts existed
+    log: list[str] = []
+    again = run_all(["bpp_online"], [0], 6, "fake", tmp_path / "w", client_factory=make_fake_model,
+                    arms=["best_of_n"], log=log.append, test_set="train", checkpoint=ck, resume=True)
+    assert any("reused" in m for m in log)
+    assert {k: again["rows"][0][k] for k in counted} == counted
+    assert {k: json.loads(ck.read_text())[k] for k in counted} == counted  # the checkpoint rewritten with them
