@@ -41,6 +41,12 @@ import numpy as np
 _DTYPES = tuple(np.dtype(code) for code in ("<f8", "<f4", "<i8", "<i4", "<i2", "|i1", "<u8", "<u4", "<u2", "|u1",
                                             "|b1", "<c16", "<c8"))
 _DTYPE_INDEX = {dtype: i for i, dtype in enumerate(_DTYPES)}
+_ITEMSIZES = tuple(dtype.itemsize for dtype in _DTYPES)
+# the same table by numpy's type number (a native byte order checked apart): hashing a dtype costs more than
+# encoding a small array (numpy walks its fields); int64 and longlong are one dtype with two numbers
+_NUM_INDEX = {np.dtype(char).num: _DTYPE_INDEX[np.dtype(char)] for char in np.typecodes["All"]
+              if np.dtype(char).isnative and np.dtype(char) in _DTYPE_INDEX}
+_BOOL = _DTYPE_INDEX[np.dtype("|b1")]
 # torch dtypes by name (torch is not imported here), with their item sizes; bfloat16 travels as its raw bytes
 _TENSOR_DTYPES = (("float64", 8), ("float32", 4), ("float16", 2), ("bfloat16", 2), ("int64", 8), ("int32", 4),
                   ("int16", 2), ("int8", 1), ("uint8", 1), ("bool", 1))
@@ -205,7 +211,8 @@ def _put(value: Any, buf: Any, at: int, limit: int, depth: int, seen: list[Any])
 
 def _put_array(value: Any, buf: Any, at: int, limit: int, seen: list[Any]) -> int:
     _once(value, seen)
-    index = _DTYPE_INDEX.get(value.dtype)
+    dtype = value.dtype
+    index = _NUM_INDEX.get(dtype.num) if dtype.isnative and dtype.metadata is None else None
     shape = value.shape
     if index is None or len(shape) > _MAX_NDIM or not value.flags.c_contiguous:
         raise _Unsupported
@@ -275,28 +282,7 @@ def _get(data: memoryview, at: int, depth: int) -> tuple[Any, int]:
     if tag == 0x66:  # f
         return _DOUBLE.unpack_from(data, at)[0], at + 8
     if tag == _ARRAY or tag == _TENSOR:
-        index, ndim = data[at], data[at + 1]
-        if index >= (len(_DTYPES) if tag == _ARRAY else len(_TENSOR_DTYPES)) or ndim > _MAX_NDIM:
-            raise ValueError("malformed slot frame (array header)")
-        shape = _SHAPES[ndim].unpack_from(data, at + 2)
-        at += 2 + 8 * ndim
-        count = 1
-        for n in shape:
-            if n < 0:
-                raise ValueError("malformed slot frame (array shape)")
-            count *= n
-        end = at + count * (_DTYPES[index].itemsize if tag == _ARRAY else _TENSOR_DTYPES[index][1])
-        if end > len(data):
-            raise ValueError("malformed slot frame (array data)")
-        if tag == _TENSOR:
-            return _tensor(index, shape, data[at:end]), end
-        dtype = _DTYPES[index]
-        array = np.frombuffer(bytearray(data[at:end]), dtype=dtype)  # one copy, writable, as pickle's
-        if ndim != 1:
-            array = array.reshape(shape)
-        if dtype.kind == "b":  # a forged byte other than 0/1 would make a bool that equals neither True nor False
-            array = array.view(np.uint8) != 0
-        return array, end
+        return _get_array(data, at, tag)
     if tag == 0x69:  # i
         return _INT.unpack_from(data, at)[0], at + 8
     if tag == _TRUE:
@@ -312,9 +298,13 @@ def _get(data: memoryview, at: int, depth: int) -> tuple[Any, int]:
             raise ValueError("malformed slot frame (sequence length)")
         items = []
         for _ in range(n):
-            if data[at] == 0x66:  # a float inline: a call less
+            item_tag = data[at]
+            if item_tag == 0x66:  # a float inline: a call less
                 items.append(_DOUBLE.unpack_from(data, at + 1)[0])
                 at += 9
+            elif item_tag == _ARRAY:
+                item, at = _get_array(data, at + 1, _ARRAY)
+                items.append(item)
             else:
                 item, at = _get(data, at, depth + 1)
                 items.append(item)
@@ -338,6 +328,31 @@ def _get(data: memoryview, at: int, depth: int) -> tuple[Any, int]:
             raise ValueError("malformed slot frame (string length)")
         return bytes(data[at:at + n]).decode("utf-8", "surrogatepass"), at + n  # copied, then checked
     raise ValueError(f"malformed slot frame (tag {tag})")
+
+
+def _get_array(data: memoryview, at: int, tag: int) -> tuple[Any, int]:
+    """An array (or a tensor) whose header starts at ``at``, after its tag."""
+    index, ndim = data[at], data[at + 1]
+    if index >= (len(_DTYPES) if tag == _ARRAY else len(_TENSOR_DTYPES)) or ndim > _MAX_NDIM:
+        raise ValueError("malformed slot frame (array header)")
+    shape = _SHAPES[ndim].unpack_from(data, at + 2)
+    at += 2 + 8 * ndim
+    count = 1
+    for n in shape:
+        if n < 0:
+            raise ValueError("malformed slot frame (array shape)")
+        count *= n
+    end = at + count * (_ITEMSIZES[index] if tag == _ARRAY else _TENSOR_DTYPES[index][1])
+    if end > len(data):
+        raise ValueError("malformed slot frame (array data)")
+    if tag == _TENSOR:
+        return _tensor(index, shape, data[at:end]), end
+    array = np.frombuffer(bytearray(data[at:end]), dtype=_DTYPES[index])  # one copy, writable, as pickle's
+    if ndim != 1:
+        array = array.reshape(shape)
+    if index == _BOOL:  # a forged byte other than 0/1 would make a bool that equals neither True nor False
+        array = array.view(np.uint8) != 0
+    return array, end
 
 
 def _tensor(index: int, shape: tuple[int, ...], data: memoryview) -> Any:
