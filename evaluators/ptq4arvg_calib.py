@@ -1,30 +1,34 @@
-"""Evolving PTQ4ARVG's calibration-sample selection (distribution-guided calibration is the seed).
+"""Evolving PTQ4ARVG's distribution-guided calibration (DGC): which samples of a guided generator to calibrate on.
 
 The model is the tiny class-conditional autoregressive image-token generator of :mod:`hifo.problems.ptq4arvg`,
-trained here. From a pool of candidate calibration sequences, the candidate
-``select_calibration(features, classes, k)`` sees one mean final feature vector and the class of each pool
-sequence (never the model or the images) and returns ``k`` distinct indices. The parent checks them,
+trained here with class dropout so that it samples with classifier-free guidance (CFG, scale 1.5, the official
+PAR-XL one). As in the official ``sample_c2i_ddp_cali.py`` the candidate calibration samples are what the guided
+sampler feeds the network: 64 images sampled by the full-precision model, each after its class token
+(conditional) and after the null token (unconditional), 128 in all (conditional first). The candidate
+``select_calibration(features, classes, k)`` sees one mean final feature vector per candidate and its class
+(-1: unconditional; never the model or the images) and returns ``k`` distinct indices. The parent checks them,
 quantizes the model with PTQ4ARVG in the official placement (gain-projected scaling on qkv/fc1/head, grouped
 token-wise percentile ranges on proj/fc2, W``b``A``b``) calibrated on exactly those sequences, and measures
-``nll`` (held-out next-pixel negative log-likelihood, nats/token; primary, minimised) and ``nll_gap`` (minus
-the full-precision model's).
+``kl`` (primary, minimised): the mean KL divergence (nats/token) of the quantized model's guided next-pixel
+distribution from the full-precision one, teacher-forced on 256 held-out images, i.e. how far the quantized
+sampler drifts; ``nll`` (the quantized model's guided NLL of those images) and ``nll_gap`` are reported too.
 
-Partial (issue 30): the slot is the former one. Its signal is small (the baselines differ by a few thousandths
-of a nat) and the official DGC (a conditional/unconditional mix under classifier-free guidance, chosen from
-Mahalanobis distances) cannot be expressed because the tiny generator has no CFG; the ``dgc`` baseline is this
-project's farthest-k reading of it.
+The ``dgc`` baseline is the official rule (``sample_c2i_ddp_cali_dgc.py``): the conditional share of the largest
+half of the Mahalanobis distances (each kind's samples to their own Gaussian) sets the fraction of conditional
+samples, taken first in pool order. Here it lands on half-and-half on every pool measured (as it must whenever
+the features outnumber the samples: every pinv distance is then the same). Other baselines: ``conditional``,
+``unconditional``, ``half``, and ``farthest`` (this project's earlier farthest-k stand-in). Figures:
+``python -m hifo.evaluators.ptq4arvg_calib`` (stored below), spread and noise: ``python -m benchmarks.ptq4arvg
+--slot`` (``benchmarks/results/ptq4arvg_slot.json``).
 
 Secret test set (issue 28): ``test``'s two candidate pools are drawn per evaluator object from a secret
 (:meth:`Evaluator.secret_seed`); bits, ``k``, the trained model and the held-out sequences are the published ones. The
 slot sees the pool's features, so from the published pool seeds (6 and 8) a rule can recognise its pool by its first
 feature vector and answer with a selection found offline by scoring many on that very pool
 (``tests/evaluators/attacks/ptq4arvg_pool_table.py``: the best of the baselines and 8 random selections per published
-pool, mean ``nll`` 0.40296 against the best baseline's (dgc) 0.40358, more than the baselines' whole spread,
-0.40358-0.40398; on one secret draw it is dgc's 0.40531, the best baseline there 0.40448; pinned kernels, one torch
-thread). A draw costs 0.13-0.26 s (two pools of 192 sequences and their features, measured under load 3-4 on 2
-cores); there is no reference to compute:
-``nll`` is the quantized model's own. The published pools stay available as ``test_published`` (and as ``test``
-with ``public_seeds = True``): the set of the stored figures.
+pool). A draw costs a few seconds (two pools of 64 guided samples, generated token by token); there is no reference
+to compute: ``kl`` is the quantized model's own. The published pools stay available as ``test_published`` (and as
+``test`` with ``public_seeds = True``): the set of the stored figures.
 """
 
 from __future__ import annotations
@@ -36,18 +40,21 @@ from typing import Any, Callable
 import torch
 
 from hifo.evaluators.base import Evaluator, FunctionTemplate, InfeasibleSolution, Limits
-from hifo.problems.ptq4arvg import nll, quantize_model, sample_features, sequences, trained_arvg
+from hifo.problems.ptq4arvg import NULL, cfg_kl, cfg_nll, cfg_pool, quantize_model, sample_features, sequences, trained_arvg
 from hifo.problems._repro import one_torch_thread
 
-_DOCSTRING = """Chooses the calibration samples for post-training quantization of an image generator.
+_DOCSTRING = """Chooses the calibration samples for post-training quantization of a guided image generator.
 
-The model generates 8x8 images token by token (class token first). Its activations are quantized with
-static ranges fixed from the chosen calibration sequences; the goal is the lowest held-out
-negative log-likelihood of the quantized model.
+The model generates 8x8 images token by token (class token first) with classifier-free guidance: each step
+runs it once after the class token and once after a null token and mixes the two. The pool holds n images the
+full-precision model sampled this way, twice: first after their class token (conditional, classes[i] in 0..3),
+then the same n after the null token (unconditional, classes[i] == -1). Activations are quantized with static
+ranges fixed from the chosen samples; the goal is the quantized sampler's smallest drift (KL divergence of its
+guided next-token distribution from the full-precision one) on held-out images.
 
 Args:
     features: list of pool samples, each a list of floats (the model's mean final feature).
-    classes: list of int, the class (0-3) of each pool sample.
+    classes: list of int, the class (0-3) of each pool sample, -1 for an unconditional one.
     k: how many samples to choose.
 
 Return:
@@ -58,22 +65,40 @@ _TEMPLATE = FunctionTemplate(
     name="select_calibration",
     signature="def select_calibration(features: list, classes: list, k: int) -> list:",
     docstring=_DOCSTRING,
-    baseline_body=("    # Distribution-guided calibration: the k samples farthest (Mahalanobis) from the pool's Gaussian fit.\n"
+    baseline_body=("    # PTQ4ARVG's distribution-guided calibration (official cali_dgc rule): Mahalanobis distance of each\n"
+                   "    # conditional sample to the conditional ones, of each unconditional one to the unconditional ones;\n"
+                   "    # the conditional share of the n largest of the 2n distances sets the fraction of conditional samples.\n"
                    "    F = np.asarray(features, dtype=float)\n"
-                   "    d = F - F.mean(0)\n"
-                   "    C = np.cov(F.T) + 1e-3 * np.eye(F.shape[1])\n"
-                   "    m = np.einsum('ij,ij->i', d @ np.linalg.inv(C), d)\n"
-                   "    return sorted(int(i) for i in np.argsort(-m)[:k])\n"),
+                   "    c = np.asarray(classes)\n"
+                   "    cond, unc = np.flatnonzero(c >= 0), np.flatnonzero(c < 0)\n"
+                   "    def dist(X):\n"
+                   "        d = X - X.mean(0)\n"
+                   "        P = np.linalg.pinv(d.T @ d / (len(X) - 1))\n"
+                   "        return np.sqrt(np.maximum(np.einsum('ij,ij->i', d @ P, d), 0.0))\n"
+                   "    dc, du = dist(F[cond]), dist(F[unc])\n"
+                   "    if len(dc) == len(du) and np.allclose(dc, du, atol=1e-3):\n"
+                   "        pct = 0.5\n"
+                   "    else:\n"
+                   "        top = np.argsort(-np.concatenate([dc, du]), kind='stable')[:len(dc)]\n"
+                   "        pct = float(np.mean(top < len(dc)))\n"
+                   "    nc = round(pct * k)\n"
+                   "    return [int(i) for i in cond[:nc]] + [int(i) for i in unc[:k - nc]]\n"),
 )
 _BODIES = {
-    "first": "    # The first k samples (a random draw: the pool is in random order).\n    return list(range(k))\n",
-    "class_balanced": ("    # Round-robin over classes, in pool order.\n    by = {}\n"
-                       "    for i, c in enumerate(classes):\n        by.setdefault(c, []).append(i)\n"
-                       "    out, queues = [], [list(v) for _, v in sorted(by.items())]\n"
-                       "    while len(out) < k:\n        for q in queues:\n            if q and len(out) < k:\n"
-                       "                out.append(q.pop(0))\n    return out\n"),
-    "nearest": ("    # The k samples closest to the pool mean (most typical).\n    F = np.asarray(features, dtype=float)\n"
-                "    return sorted(int(i) for i in np.argsort(((F - F.mean(0)) ** 2).sum(1))[:k])\n"),
+    "conditional": "    # The first k conditional samples (no unconditional one).\n"
+                   "    return [i for i, c in enumerate(classes) if c >= 0][:k]\n",
+    "unconditional": "    # The first k unconditional samples.\n"
+                     "    return [i for i, c in enumerate(classes) if c < 0][:k]\n",
+    "half": ("    # Half conditional, half unconditional (DGC's fallback when the distances agree).\n"
+             "    cond = [i for i, c in enumerate(classes) if c >= 0]\n"
+             "    unc = [i for i, c in enumerate(classes) if c < 0]\n"
+             "    return cond[:round(k / 2)] + unc[:k - round(k / 2)]\n"),
+    "farthest": ("    # This project's earlier DGC stand-in: the k samples farthest (Mahalanobis) from the pool's Gaussian fit.\n"
+                 "    F = np.asarray(features, dtype=float)\n"
+                 "    d = F - F.mean(0)\n"
+                 "    C = np.cov(F.T) + 1e-3 * np.eye(F.shape[1])\n"
+                 "    m = np.einsum('ij,ij->i', d @ np.linalg.inv(C), d)\n"
+                 "    return sorted(int(i) for i in np.argsort(-m)[:k])\n"),
 }
 
 
@@ -91,43 +116,49 @@ class CalibInstance:
     classes: tuple[int, ...]
 
 
-_POOL = 192
-_SPECS = {"train": ((4, 16, 5),), "test": ((6, 16, 6), (4, 8, 8))}
+_IMAGES = 64  # images per pool; the pool holds each twice (conditional, then unconditional): 128 candidates
+_POOL = 2 * _IMAGES
+CFG_SCALE = 1.5  # the official PAR-XL guidance scale (sample_c2i_ddp_cali.py)
+_SPECS = {"train": ((4, 16, 5), (6, 16, 9)), "test": ((6, 16, 6), (4, 8, 8))}
 
 
 @lru_cache(maxsize=16)
 def _pool(seed: int) -> torch.Tensor:
-    return sequences(_POOL, seed)
+    with one_torch_thread():
+        return cfg_pool(trained_arvg(), _IMAGES, CFG_SCALE, seed)
 
 
 @lru_cache(maxsize=None)
 def _val() -> torch.Tensor:
-    return sequences(512, 7)
+    return sequences(256, 7)
 
 
 class PTQ4ARVGCalib(Evaluator):
-    """Held-out likelihood of the PTQ4ARVG-quantized image generator calibrated on the evolved selection."""
+    """Drift of the PTQ4ARVG-quantized guided image generator calibrated on the evolved selection."""
 
     name = "ptq4arvg_calib"
-    description = ("Choose the calibration samples for post-training quantization (PTQ4ARVG: gain-projected scaling, "
-                   "static token-wise ranges) of a small autoregressive image-token generator; minimise the held-out "
-                   "negative log-likelihood of the quantized model.")
+    description = ("Choose the calibration samples (conditional and unconditional halves of classifier-free-guided "
+                   "samples) for post-training quantization (PTQ4ARVG: gain-projected scaling, static token-wise "
+                   "ranges) of a small autoregressive image-token generator; minimise the KL divergence of the "
+                   "quantized guided sampler from the full-precision one on held-out images.")
     direction = "minimize"
-    primary_metric = "nll"
+    primary_metric = "kl"
     template = _TEMPLATE
     instance_sets = ("train", "test", "test_published")
     limits = Limits(timeout_s=20.0, cpu_s=30, memory_mb=2048)
     baselines = {"dgc": _source(_TEMPLATE.baseline_body), **{k: _source(v) for k, v in _BODIES.items()}}
     # Measured in-process, one torch thread (dgc's train re-checked by tests/evaluators/test_ptq4arvg_calib.py).
-    reference_figures = {  # measured on the pinned kernels (measured_figures, 6 decimals; issue 26)
-        "dgc": {"train": {"nll": 0.406808, "nll_gap": 0.008196},
-               "test": {"nll": 0.403578, "nll_gap": 0.004966}},
-        "first": {"train": {"nll": 0.409087, "nll_gap": 0.010475},
-                 "test": {"nll": 0.403708, "nll_gap": 0.005096}},
-        "class_balanced": {"train": {"nll": 0.408134, "nll_gap": 0.009522},
-                          "test": {"nll": 0.403978, "nll_gap": 0.005367}},
-        "nearest": {"train": {"nll": 0.409464, "nll_gap": 0.010853},
-                   "test": {"nll": 0.403903, "nll_gap": 0.005291}},
+    reference_figures = {  # python -m hifo.evaluators.ptq4arvg_calib: pinned kernels, one torch thread (issue 26)
+        "dgc": {"train": {"kl": 0.008237, "nll": 0.462328, "nll_gap": 0.007516},
+                "test": {"kl": 0.00762, "nll": 0.463754, "nll_gap": 0.008942}},
+        "conditional": {"train": {"kl": 0.007251, "nll": 0.463626, "nll_gap": 0.008814},
+                        "test": {"kl": 0.007226, "nll": 0.462581, "nll_gap": 0.007769}},
+        "unconditional": {"train": {"kl": 0.013595, "nll": 0.462319, "nll_gap": 0.007506},
+                          "test": {"kl": 0.014478, "nll": 0.463692, "nll_gap": 0.008879}},
+        "half": {"train": {"kl": 0.008237, "nll": 0.462328, "nll_gap": 0.007516},
+                 "test": {"kl": 0.00762, "nll": 0.463754, "nll_gap": 0.008942}},
+        "farthest": {"train": {"kl": 0.007869, "nll": 0.462894, "nll_gap": 0.008082},
+                     "test": {"kl": 0.007716, "nll": 0.461419, "nll_gap": 0.006607}},
     }
     # the "test" figures are those of the published pools: also stored under "test_published"
     reference_figures = {k: {**v, "test_published": v["test"]} for k, v in reference_figures.items()}
@@ -152,7 +183,7 @@ class PTQ4ARVGCalib(Evaluator):
             name = f"w{bits}a{bits}/k{k}/" + (f"secret{j}" if secret else f"pool{seed}")
             out.append(CalibInstance(name, bits, k, seed,
                                      tuple(tuple(round(float(v), 6) for v in f) for f in feats),
-                                     tuple(int(c) - 8 for c in pool[:, 0])))
+                                     tuple(int(c) - 8 if int(c) != NULL else -1 for c in pool[:, 0])))
         return out
 
     @staticmethod
@@ -168,5 +199,23 @@ class PTQ4ARVGCalib(Evaluator):
             model = trained_arvg()
             q = quantize_model(model, "ptq4arvg", instance.bits, _pool(instance.pool_seed)[sorted(solution)])
             val = _val()
-            value, fp = nll(q, val), nll(model, val)
-        return {"nll": value, "nll_gap": value - fp}
+            kl = cfg_kl(model, q, val, CFG_SCALE)
+            value, fp = cfg_nll(q, val, CFG_SCALE), cfg_nll(model, val, CFG_SCALE)
+        return {"kl": kl, "nll": value, "nll_gap": value - fp}
+
+
+def main() -> None:
+    """Print every baseline's figures on ``train`` and ``test_published`` (what ``reference_figures`` stores)."""
+    from hifo.evaluators.base import measured_figures
+
+    ev = PTQ4ARVGCalib()
+    with one_torch_thread():
+        for name, source in ev.baselines.items():
+            ns: dict = {}
+            exec(source, ns)  # trusted: the evaluator's own baselines
+            figs = {s: measured_figures(ev, ns["select_calibration"], s) for s in ("train", "test_published")}
+            print(f"{name!r}: {figs},", flush=True)
+
+
+if __name__ == "__main__":
+    main()

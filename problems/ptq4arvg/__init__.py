@@ -15,10 +15,18 @@ static: ranges fixed from calibration data, none computed at inference):
   with one min-max range per position, on all four block layers; the head per-tensor min-max), kept for
   comparison.
 
-**Distribution-guided calibration** (DGC, :func:`dgc_select`) here keeps the ``k`` pool samples whose
-features lie farthest (Mahalanobis) from the pool's distribution. The official DGC differs: it samples with
-classifier-free guidance and uses the Mahalanobis distances only to choose the *fraction* of conditional vs
-unconditional calibration samples; the tiny generator here has no CFG (partial, issue 30).
+**Distribution-guided calibration** (DGC) as the official ``sample_c2i_ddp_cali_dgc.py`` does it
+(:func:`dgc_fraction`, :func:`dgc_calibration`): calibration images are sampled with classifier-free guidance
+(:func:`generate`); each exists twice, after its class token (conditional) and after the null token
+(unconditional). The Mahalanobis distance of each conditional sample to the conditional samples' Gaussian
+(pseudo-inverse covariance) and of each unconditional one to the unconditional samples' is computed; of the
+``n`` largest of the ``2n`` distances, the share that is conditional is the fraction ``pct`` of conditional
+calibration samples (0.5 when the two distance lists agree to 1e-3); the calibration set is the first
+``round(pct k)`` conditional and the first ``k - round(pct k)`` unconditional samples. Departure: the official
+features are the last block's output at position 0, which in a class-token-first model depends on the class
+only (every unconditional sample has the same one, distance 0, so ``pct`` is 1 whenever the conditional ones
+differ); here they are the mean final feature over positions (:func:`sample_features`). This project's
+earlier stand-in, the ``k`` samples farthest from the pool's Gaussian, stays as :func:`farthest_select`.
 
 Metric: next-pixel negative log-likelihood (nats/token) on held-out images. Departures: the paper quantizes
 0.3-3B ARVG models (VAR, RAR, PAR, MAR) and reports FID/IS; here the model has ~80k parameters and the sample
@@ -32,12 +40,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._model import SEQ, TinyARVG, draw, nll, sequences, trained_arvg
+from ._model import CLASS_DROPOUT, NULL, SEQ, TinyARVG, cfg_logits, cfg_nll, draw, generate, nll, sequences, trained_arvg
 from ._official import (TOKEN_AWARE, TOKEN_GROUPS, affine_quant, gps_scales_official, percentile_range,
                         token_group_ranges)
 
 __all__ = ["TinyARVG", "draw", "sequences", "nll", "trained_arvg", "fake_quant", "act_range", "gps_scales",
-           "smoothquant_scales", "quant_weight", "dgc_select", "mahalanobis", "sample_features", "quantize_model", "METHODS",
+           "smoothquant_scales", "quant_weight", "farthest_select", "dgc_fraction", "dgc_calibration", "mahalanobis_pinv",
+           "cfg_logits", "cfg_nll", "cfg_kl", "generate", "cfg_pool", "NULL", "CLASS_DROPOUT",
+           "mahalanobis", "sample_features", "quantize_model", "METHODS",
            "outlier_stats", "gps_scales_official", "percentile_range", "token_group_ranges", "affine_quant",
            "TOKEN_GROUPS"]
 
@@ -104,9 +114,57 @@ def mahalanobis(F_: torch.Tensor) -> torch.Tensor:
     return torch.sqrt((d @ torch.linalg.solve(cov, d.T)).diagonal().clamp_min(0))
 
 
-def dgc_select(features: torch.Tensor, k: int) -> list[int]:
-    """Distribution-guided calibration: the ``k`` pool samples farthest from the pool's distribution."""
+def farthest_select(features: torch.Tensor, k: int) -> list[int]:
+    """This project's earlier DGC stand-in: the ``k`` pool samples farthest from the pool's distribution."""
     return torch.topk(mahalanobis(features), k).indices.sort().values.tolist()
+
+
+def mahalanobis_pinv(F_: torch.Tensor) -> torch.Tensor:
+    """Mahalanobis distance of each row of ``F_`` to the rows' Gaussian, with the pseudo-inverse of the sample
+    covariance (the official ``mahalanobis_to_distribution``; float64 here)."""
+    X = F_.double()
+    d = X - X.mean(0)
+    P = torch.linalg.pinv(d.T @ d / (len(X) - 1))
+    return torch.sqrt(((d @ P) * d).sum(1).clamp_min(0))
+
+
+def dgc_fraction(dist_cond: torch.Tensor, dist_uncond: torch.Tensor, atol: float = 1e-3) -> float:
+    """The official DGC rule: the share of conditional samples among the ``n`` largest of the ``2n`` distances
+    (each sample's to its own kind's distribution); 0.5 when the two lists agree to ``atol``."""
+    n = len(dist_cond)
+    if dist_cond.shape == dist_uncond.shape and torch.allclose(dist_cond, dist_uncond, atol=atol):
+        return 0.5
+    top = torch.topk(torch.cat([dist_cond, dist_uncond]), n).indices
+    return int((top < n).sum()) / n
+
+
+def cfg_pool(model: TinyARVG, n: int, scale: float, seed: int) -> torch.Tensor:
+    """``2n`` candidate calibration sequences: ``n`` images sampled with guidance ``scale`` (classes drawn from
+    ``seed``) after their class token, then the same ``n`` after the null token (the CFG batch's two halves)."""
+    classes = torch.randint(0, 4, (n,), generator=torch.Generator().manual_seed(seed))
+    cond = generate(model, classes, scale, seed)
+    uncond = cond.clone()
+    uncond[:, 0] = NULL
+    return torch.cat([cond, uncond])
+
+
+def dgc_calibration(features: torch.Tensor, k: int) -> list[int]:
+    """Indices into a :func:`cfg_pool` (``n`` conditional then ``n`` unconditional) of the official DGC's
+    calibration set of ``k``: the first ``round(pct k)`` conditional and the first ``k - round(pct k)``
+    unconditional samples, ``pct`` by :func:`dgc_fraction` on ``features`` (one row per candidate)."""
+    n = len(features) // 2
+    pct = dgc_fraction(mahalanobis_pinv(features[:n]), mahalanobis_pinv(features[n:]))
+    nc = round(pct * k)
+    return list(range(nc)) + list(range(n, n + k - nc))
+
+
+def cfg_kl(model: TinyARVG, quantized: TinyARVG, seq: torch.Tensor, scale: float) -> float:
+    """Mean per-token KL divergence (nats) from ``model``'s guided next-pixel distribution to ``quantized``'s,
+    teacher-forced on ``seq``: how far the quantized sampler drifts from the full-precision one."""
+    with torch.no_grad():
+        p = F.log_softmax(cfg_logits(model, seq, scale), -1)
+        q = F.log_softmax(cfg_logits(quantized, seq, scale), -1)
+        return float((p.exp() * (p - q)).sum(-1).mean())
 
 
 def sample_features(model: TinyARVG, seqs: torch.Tensor) -> torch.Tensor:

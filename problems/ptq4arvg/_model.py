@@ -4,6 +4,11 @@ Images are 8x8 grids drawn here (rectangles, discs, stripes, crosses of 4 classe
 sizes), each pixel one of 8 grey levels (the token); a sequence is ``[class token] + 64 pixel tokens`` in
 raster order. The GPT has learned absolute positions and adaLN blocks (LayerNorm modulated by the class
 embedding, as in LlamaGen/PAR), the source of the channel outliers PTQ4ARVG targets.
+
+Classifier-free guidance as LlamaGen/PAR train and sample it: during training the class token is replaced by
+the null token :data:`NULL` with probability :data:`CLASS_DROPOUT` (10 %), so the same network also models
+the unconditional distribution; :func:`cfg_logits` mixes the two as the official ``generate.py`` does,
+``uncond + s (cond - uncond)``, and :func:`generate` samples images token by token with it.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from hifo.problems._repro import one_torch_thread
 
 LEVELS, SIDE, CLASSES = 8, 8, 4
 SEQ = SIDE * SIDE + 1
-VOCAB = LEVELS + CLASSES  # pixel tokens 0..7, class tokens 8..11
+NULL = LEVELS + CLASSES  # the unconditional ("dropped class") token
+VOCAB = LEVELS + CLASSES + 1  # pixel tokens 0..7, class tokens 8..11, the null token 12
+CLASS_DROPOUT = 0.1  # LlamaGen/PAR's class_dropout_prob
 
 
 def draw(n: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -96,11 +103,49 @@ def nll(model: TinyARVG, seq: torch.Tensor) -> float:
         return float(F.cross_entropy(model(seq).reshape(-1, LEVELS), seq[:, 1:].reshape(-1)))
 
 
+def cfg_logits(model: TinyARVG, seq: torch.Tensor, scale: float) -> torch.Tensor:
+    """Guided logits ``uncond + scale (cond - uncond)`` for pixel tokens 1..64 of ``seq`` (teacher forcing);
+    the unconditional pass sees the same pixels after the null token. ``scale = 1``: the conditional logits."""
+    cond = model(seq)
+    if scale == 1.0:
+        return cond
+    unc = seq.clone()
+    unc[:, 0] = NULL
+    uncond = model(unc)
+    return uncond + scale * (cond - uncond)
+
+
+def cfg_nll(model: TinyARVG, seq: torch.Tensor, scale: float) -> float:
+    """Mean next-pixel negative log-likelihood (nats per token) of ``seq`` under the guided distribution."""
+    with torch.no_grad():
+        return float(F.cross_entropy(cfg_logits(model, seq, scale).reshape(-1, LEVELS), seq[:, 1:].reshape(-1)))
+
+
+def generate(model: TinyARVG, classes: torch.Tensor, scale: float, seed: int) -> torch.Tensor:
+    """Sequences (``n x 65``) sampled token by token (temperature 1, no top-k) from the guided logits, class
+    token first; the conditional and unconditional passes run as one batch, as the official sampler does."""
+    gen = torch.Generator().manual_seed(seed)
+    n = len(classes)
+    seq = torch.zeros(n, SEQ, dtype=torch.long)
+    seq[:, 0] = LEVELS + classes
+    with torch.no_grad():
+        for t in range(1, SEQ):
+            pre = seq[:, : t + 1]  # the model reads positions < t (the last one is a placeholder)
+            both = torch.cat([pre, pre])
+            both[n:, 0] = NULL
+            logits = model(both)[:, t - 1]
+            cond, uncond = logits[:n], logits[n:]
+            guided = uncond + scale * (cond - uncond)
+            seq[:, t] = torch.multinomial(F.softmax(guided, -1), 1, generator=gen)[:, 0]
+    return seq
+
+
 _LOCK = threading.Lock()
 
 
 def trained_arvg(seed: int = 0, steps: int = 200) -> TinyARVG:
-    """Train :class:`TinyARVG` (AdamW 3e-3, batch 32); deterministic given ``seed``; cached, do not mutate."""
+    """Train :class:`TinyARVG` (AdamW 3e-3, batch 32, class dropout 10 % for classifier-free guidance);
+    deterministic given ``seed``; cached, do not mutate."""
     with _LOCK:
         return _trained(seed, steps)
 
@@ -119,7 +164,8 @@ def _trained_body(seed: int, steps: int) -> TinyARVG:
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     gen = torch.Generator().manual_seed(seed)
     for _ in range(steps):
-        x = data[torch.randint(0, len(data), (32,), generator=gen)]
+        x = data[torch.randint(0, len(data), (32,), generator=gen)].clone()
+        x[torch.rand(32, generator=gen) < CLASS_DROPOUT, 0] = NULL  # class dropout (CFG training)
         loss = F.cross_entropy(model(x).reshape(-1, LEVELS), x[:, 1:].reshape(-1))
         opt.zero_grad()
         loss.backward()

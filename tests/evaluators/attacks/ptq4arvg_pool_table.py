@@ -17,7 +17,19 @@ def select_calibration(features, classes, k):
     if key in TABLE:
         return list(TABLE[key])
     F = np.asarray(features, dtype=float)
-    d = F - F.mean(0)
-    C = np.cov(F.T) + 1e-3 * np.eye(F.shape[1])
-    m = np.einsum('ij,ij->i', d @ np.linalg.inv(C), d)
-    return sorted(int(i) for i in np.argsort(-m)[:k])
+    c = np.asarray(classes)
+    cond, unc = np.flatnonzero(c >= 0), np.flatnonzero(c < 0)
+
+    def dist(X):
+        d = X - X.mean(0)
+        P = np.linalg.pinv(d.T @ d / (len(X) - 1))
+        return np.sqrt(np.maximum(np.einsum('ij,ij->i', d @ P, d), 0.0))
+
+    dc, du = dist(F[cond]), dist(F[unc])
+    if len(dc) == len(du) and np.allclose(dc, du, atol=1e-3):
+        pct = 0.5
+    else:
+        top = np.argsort(-np.concatenate([dc, du]), kind='stable')[:len(dc)]
+        pct = float(np.mean(top < len(dc)))
+    nc = round(pct * k)
+    return [int(i) for i in cond[:nc]] + [int(i) for i in unc[:k - nc]]

@@ -1,12 +1,15 @@
 """hifo.problems.ptq4arvg: scaling is exact in full precision, GPS minimises its loss model without growing a
-range, token-wise static ranges, DGC against an independent Mahalanobis computation, end-to-end at 8 bits."""
+range, token-wise static ranges, the farthest-k stand-in against an independent Mahalanobis computation, the
+official DGC rule, classifier-free guidance, end-to-end at 8 bits."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from hifo.problems.ptq4arvg import (act_range, affine_quant, dgc_select, fake_quant, gps_scales, gps_scales_official,
+from hifo.problems.ptq4arvg import (NULL, act_range, affine_quant, cfg_logits, cfg_pool, dgc_calibration,
+                                    dgc_fraction, farthest_select, fake_quant, generate, mahalanobis_pinv, gps_scales,
+                                    gps_scales_official,
                                     mahalanobis, nll, percentile_range, quantize_model, sequences, smoothquant_scales,
                                     token_group_ranges, trained_arvg)
 from hifo.problems.ptq4arvg import quant_weight
@@ -73,7 +76,7 @@ def test_static_token_wise_ranges_cut_the_error_of_a_sink_token():
     assert err_t <= err
 
 
-def test_dgc_picks_the_farthest_samples():
+def test_farthest_select_picks_the_farthest_samples():
     g = torch.Generator().manual_seed(3)
     F_ = torch.randn(50, 4, generator=g)
     F_[[7, 21]] += 8.0
@@ -81,13 +84,79 @@ def test_dgc_picks_the_farthest_samples():
     mu, C = F_.mean(0), torch.cov(F_.T) + 1e-3 * torch.eye(4)
     ref = torch.stack([torch.sqrt((f - mu) @ torch.linalg.inv(C) @ (f - mu)) for f in F_])
     assert torch.allclose(d, ref, atol=1e-4)
-    assert {7, 21} <= set(dgc_select(F_, 5)) and len(dgc_select(F_, 5)) == 5
+    assert {7, 21} <= set(farthest_select(F_, 5)) and len(farthest_select(F_, 5)) == 5
+
+
+def test_mahalanobis_pinv_is_the_official_loop():
+    g = torch.Generator().manual_seed(4)
+    F_ = torch.randn(40, 6, generator=g) @ torch.randn(6, 6, generator=g)
+    mu = F_.mean(0)
+    P = torch.linalg.pinv((F_ - mu).T @ (F_ - mu) / 39)
+    ref = torch.stack([torch.sqrt((f - mu) @ P @ (f - mu)) for f in F_])
+    assert torch.allclose(mahalanobis_pinv(F_).float(), ref, atol=1e-4)
+
+
+def test_dgc_mix_moves_toward_conditional_as_the_unconditional_distances_shrink():
+    """The official rule: the conditional share of the n largest of the 2n distances; equal lists give 0.5."""
+    g = torch.Generator().manual_seed(5)
+    dc = torch.rand(20, generator=g) + 1.0
+    assert dgc_fraction(dc, dc.clone()) == 0.5
+    fractions = [dgc_fraction(dc, dc * f) for f in (2.0, 1.2, 1.0 + 1e-2, 0.8, 0.5)]
+    assert fractions == sorted(fractions) and fractions[0] == 0.0 and fractions[-1] == 1.0
+    du = torch.rand(20, generator=g) + 1.0
+    top = set(torch.topk(torch.cat([dc, du]), 20).indices.tolist())
+    assert dgc_fraction(dc, du) == len([i for i in top if i < 20]) / 20
+
+
+def test_dgc_calibration_takes_the_first_conditional_and_unconditional_samples():
+    g = torch.Generator().manual_seed(6)
+    cond = torch.randn(30, 3, generator=g)
+    cond[:3] *= 25  # a few far conditional samples: they top the distances
+    unc = torch.randn(30, 3, generator=g)
+    feats = torch.cat([cond, unc])
+    pct = dgc_fraction(mahalanobis_pinv(cond), mahalanobis_pinv(unc))
+    chosen = dgc_calibration(feats, 10)
+    nc = round(pct * 10)
+    assert chosen == list(range(nc)) + list(range(30, 30 + 10 - nc))
+
+
+def test_official_dgc_degenerates_when_the_features_outnumber_the_samples():
+    """With no more samples than feature dimensions (the official 128 samples of 1280+ features) every pinv
+    Mahalanobis distance is the same, (n - 1) / sqrt(n): both lists agree and the mix is half and half."""
+    g = torch.Generator().manual_seed(8)
+    a, b = torch.randn(16, 40, generator=g), 5 * torch.randn(16, 40, generator=g)
+    da, db = mahalanobis_pinv(a), mahalanobis_pinv(b)
+    assert torch.allclose(da, torch.full_like(da, 15 / 16 ** 0.5), atol=1e-6)
+    assert dgc_fraction(da, db) == 0.5
 
 
 @pytest.fixture(scope="module")
 def model():
     torch.set_num_threads(1)
     return trained_arvg()
+
+
+def test_classifier_free_guidance_sharpens_the_conditional_distribution(model):
+    """Class dropout taught the model an unconditional distribution; guidance (scale > 1) moves away from it:
+    lower entropy than the conditional distribution, and scale 1 is the conditional model itself."""
+    val = sequences(128, 7)
+    with torch.no_grad():
+        assert torch.equal(cfg_logits(model, val, 1.0), model(val))
+        ent = {s: float(-(torch.softmax(cfg_logits(model, val, s), -1)
+                          * torch.log_softmax(cfg_logits(model, val, s), -1)).sum(-1).mean()) for s in (0.0, 1.0, 2.0)}
+        unc = val.clone()
+        unc[:, 0] = NULL
+        assert torch.allclose(cfg_logits(model, val, 0.0), model(unc), atol=1e-5)
+    assert ent[2.0] < ent[1.0] < ent[0.0]
+    assert nll(model, val) < nll(model, unc)  # the class token carries information
+
+
+def test_guided_samples_are_deterministic_and_the_pool_pairs_them(model):
+    s = generate(model, torch.tensor([0, 3]), 1.5, 1)
+    assert torch.equal(s, generate(model, torch.tensor([0, 3]), 1.5, 1)) and s.shape == (2, 65)
+    assert s[:, 0].tolist() == [8, 11] and int(s[:, 1:].max()) < 8
+    pool = cfg_pool(model, 4, 1.5, 2)
+    assert torch.equal(pool[:4, 1:], pool[4:, 1:]) and (pool[4:, 0] == NULL).all() and (pool[:4, 0] < NULL).all()
 
 
 def test_eight_bits_is_nearly_lossless_and_four_bits_is_not(model):
