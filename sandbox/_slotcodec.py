@@ -360,7 +360,10 @@ def _tensor(index: int, shape: tuple[int, ...], data: memoryview) -> Any:
     import torch  # only when a tensor arrives
 
     name = _TENSOR_DTYPES[index][0]
-    tensor = torch.empty(shape, dtype=getattr(torch, name))
+    try:
+        tensor = torch.empty(shape, dtype=getattr(torch, name))
+    except RuntimeError:  # e.g. a forged empty shape whose strides overflow
+        raise ValueError("malformed slot frame (tensor shape)") from None
     if not data.nbytes:
         return tensor
     raw = np.frombuffer(data, dtype=np.uint8)  # read once, by the one copy below

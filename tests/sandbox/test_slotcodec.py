@@ -179,8 +179,21 @@ def test_forged_tensor_frames_raise_value_error_only():
     header = b"x" + bytes((0, 2)) + np.array([1 << 40, 1 << 40], dtype="<i8").tobytes()  # a huge tensor
     with pytest.raises(ValueError, match="array data"):
         _slotcodec.decode(header + b"\x00" * 16)
+    for tag in (b"a", b"x"):  # empty, but its strides would overflow: refused, not a RuntimeError
+        for shape in [(1 << 62, 1 << 62, 0), (0, (1 << 63) - 1, (1 << 63) - 1)]:
+            with pytest.raises(ValueError):
+                _slotcodec.decode(tag + bytes((0, len(shape))) + np.array(shape, dtype="<i8").tobytes())
     with pytest.raises(ValueError, match="array header"):  # a dtype index past the table
         _slotcodec.decode(b"x" + bytes((len(_slotcodec._TENSOR_DTYPES), 0)) + b"\x00" * 8)
+    rng = random.Random(1)
+    for _ in range(2000):  # bit-flipped tensor frames: a value or ValueError, nothing else
+        forged = bytearray(rng.choice(frames))
+        for _ in range(rng.randrange(1, 4)):
+            forged[rng.randrange(len(forged))] = rng.randrange(256)
+        try:
+            _slotcodec.decode(bytes(forged))
+        except ValueError:
+            pass
     frame = bytearray(_slotcodec.encode(torch.tensor([True, False, True])))
     frame[-1] = 7
     assert _slotcodec.decode(bytes(frame)).tolist() == [True, False, True]
