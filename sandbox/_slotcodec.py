@@ -132,7 +132,8 @@ def _once(value: Any, seen: list[Any]) -> None:
     """Refuse (to pickle) an object met before: it would arrive as two copies (pickle keeps one, and a slot that
     mutates it sees the difference). ``seen[0]`` is a set of keys, the rest the objects met so far; compared by
     ``is`` rather than by ``id()``, which is an audit event (the fence's hook, installed in the sandbox child and
-    the slot server, would run on every one), until there are many: then by ``id()``."""
+    the slot server, would run on every one), until there are many: then by ``id()``. Inlined in :func:`_put` and
+    :func:`_put_array` while ``seen`` is short (a call less per container or array)."""
     if len(seen) <= _SCAN:
         for other in seen:
             if other is value:
@@ -157,7 +158,13 @@ def _put(value: Any, buf: Any, at: int, limit: int, depth: int, seen: list[Any])
     if kind is np.ndarray:
         return _put_array(value, buf, at, limit, seen)
     if kind is tuple or kind is list or kind is dict:
-        _once(value, seen)
+        if len(seen) < _SCAN:  # _once, inline
+            for other in seen:
+                if other is value:
+                    raise _Unsupported
+            seen.append(value)
+        else:
+            _once(value, seen)
         if depth >= _MAX_DEPTH:
             raise _Unsupported
         if at + 5 > limit:
@@ -210,7 +217,13 @@ def _put(value: Any, buf: Any, at: int, limit: int, depth: int, seen: list[Any])
 
 
 def _put_array(value: Any, buf: Any, at: int, limit: int, seen: list[Any]) -> int:
-    _once(value, seen)
+    if len(seen) < _SCAN:  # _once, inline
+        for other in seen:
+            if other is value:
+                raise _Unsupported
+        seen.append(value)
+    else:
+        _once(value, seen)
     dtype = value.dtype
     index = _NUM_INDEX.get(dtype.num) if dtype.isnative and dtype.metadata is None else None
     shape = value.shape
@@ -281,17 +294,9 @@ def _get(data: memoryview, at: int, depth: int) -> tuple[Any, int]:
     at += 1
     if tag == 0x66:  # f
         return _DOUBLE.unpack_from(data, at)[0], at + 8
-    if tag == _ARRAY or tag == _TENSOR:
+    if tag == 0x61 or tag == 0x78:  # a, x
         return _get_array(data, at, tag)
-    if tag == 0x69:  # i
-        return _INT.unpack_from(data, at)[0], at + 8
-    if tag == _TRUE:
-        return True, at
-    if tag == _FALSE:
-        return False, at
-    if tag == _NONE:
-        return None, at
-    if tag == _TUPLE or tag == _LIST:
+    if tag == 0x74 or tag == 0x6C:  # t, l
         n = _U32.unpack_from(data, at)[0]
         at += 4
         if n > len(data) - at:
@@ -308,8 +313,8 @@ def _get(data: memoryview, at: int, depth: int) -> tuple[Any, int]:
             else:
                 item, at = _get(data, at, depth + 1)
                 items.append(item)
-        return (tuple(items) if tag == _TUPLE else items), at
-    if tag == _DICT:
+        return (tuple(items) if tag == 0x74 else items), at
+    if tag == 0x64:  # d
         n = _U32.unpack_from(data, at)[0]
         at += 4
         if n > len(data) - at:
@@ -321,6 +326,14 @@ def _get(data: memoryview, at: int, depth: int) -> tuple[Any, int]:
                 raise ValueError("malformed slot frame (dict key)")
             out[key], at = _get(data, at, depth + 1)
         return out, at
+    if tag == 0x69:  # i
+        return _INT.unpack_from(data, at)[0], at + 8
+    if tag == _TRUE:
+        return True, at
+    if tag == _FALSE:
+        return False, at
+    if tag == _NONE:
+        return None, at
     if tag == _STR:
         n = _U32.unpack_from(data, at)[0]
         at += 4

@@ -59,6 +59,11 @@ def test_an_object_met_twice_is_left_to_pickle_which_keeps_it_one_object():
     assert _slotcodec.encode((np.zeros(3), np.zeros(3))) is not None
     inner = [1.0]
     assert _slotcodec.encode({"a": inner, "b": inner}) is None
+    many = [np.zeros(1) for _ in range(3 * _slotcodec._SCAN)]  # past the identity scan: an id() set takes over
+    assert _slotcodec.encode(many) is not None
+    for repeated in (0, _slotcodec._SCAN - 1, _slotcodec._SCAN, len(many) - 1):
+        assert _slotcodec.encode(many + [many[repeated]]) is None
+        assert _slotcodec.encode([many[repeated]] + many) is None
 
 
 def test_forged_or_truncated_frames_raise_value_error_only():
