@@ -129,6 +129,7 @@ def slot() -> dict:
         exec(source, ns)  # trusted: the evaluator's own baselines
         fns[name] = ns["select_calibration"]
     model = trained_arvg()
+    specs = sorted({(bits, k) for bits, k, _ in _SPECS["train"] + _SPECS["test"]}, reverse=True)
 
     def run(inst) -> dict[str, float]:
         return {n: ev.score(inst, _json.loads(_json.dumps(ev.solve(f, inst))))["kl"] for n, f in fns.items()}
@@ -142,7 +143,7 @@ def slot() -> dict:
         for seed in SLOT_DRAWS:
             pool = _pool(seed)
             feats = sample_features(model, pool)
-            for bits, k, _ in _SPECS["train"] + _SPECS["test"]:
+            for bits, k in specs:
                 inst = CalibInstance(f"w{bits}a{bits}/k{k}/pool{seed}", bits, k, seed,
                                      tuple(tuple(round(float(v), 6) for v in f) for f in feats),
                                      tuple(int(c) - 8 if int(c) < 12 else -1 for c in pool[:, 0]))
@@ -153,7 +154,7 @@ def slot() -> dict:
     out["spearman_train_test"] = _spearman([out["sets"]["train"][n] for n in names],
                                            [out["sets"]["test_published"][n] for n in names])
     noise = {}
-    for bits, k, _ in _SPECS["train"] + _SPECS["test"]:
+    for bits, k in specs:
         rows = [d["kl"] for d in out["draws"] if d["bits"] == bits and d["k"] == k]
         noise[f"w{bits}a{bits}/k{k}"] = {
             "mean": {n: statistics.fmean(r[n] for r in rows) for n in names},
