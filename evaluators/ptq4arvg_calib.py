@@ -15,8 +15,10 @@ sampler drifts; ``nll`` (the quantized model's guided NLL of those images) and `
 
 The ``dgc`` baseline is the official rule (``sample_c2i_ddp_cali_dgc.py``): the conditional share of the largest
 half of the Mahalanobis distances (each kind's samples to their own Gaussian) sets the fraction of conditional
-samples, taken first in pool order. Here it lands on half-and-half on every pool measured (as it must whenever
-the features outnumber the samples: every pinv distance is then the same). Other baselines: ``conditional``,
+samples, taken first in pool order. Here it lands on half-and-half on every pool measured (pct 0.516 on pools 5
+and 6: 8 of 16, 4 of 8): each kind's squared distances to its own sample Gaussian sum to (n - 1) rank, the same
+for both kinds, so the share stays near 0.5; when the features outnumber the samples (the official 1280+
+features, 128 samples) every distance is the same and the rule falls back on 0.5. Other baselines: ``conditional``,
 ``unconditional``, ``half``, and ``farthest`` (this project's earlier farthest-k stand-in). Figures:
 ``python -m hifo.evaluators.ptq4arvg_calib`` (stored below), spread and noise: ``python -m benchmarks.ptq4arvg
 --slot`` (``benchmarks/results/ptq4arvg_slot.json``).

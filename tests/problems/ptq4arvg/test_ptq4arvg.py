@@ -94,6 +94,8 @@ def test_mahalanobis_pinv_is_the_official_loop():
     P = torch.linalg.pinv((F_ - mu).T @ (F_ - mu) / 39)
     ref = torch.stack([torch.sqrt((f - mu) @ P @ (f - mu)) for f in F_])
     assert torch.allclose(mahalanobis_pinv(F_).float(), ref, atol=1e-4)
+    # each kind's squared distances sum to (n - 1) rank: why the official share stays near one half
+    assert float((mahalanobis_pinv(F_) ** 2).sum()) == pytest.approx(39 * 6, rel=1e-6)
 
 
 def test_dgc_mix_moves_toward_conditional_as_the_unconditional_distances_shrink():
