@@ -34,6 +34,7 @@ from __future__ import annotations
 import mmap
 import struct
 import sys
+import threading
 from typing import Any
 
 import numpy as np
@@ -274,10 +275,17 @@ def _int16() -> Any:
     return sys.modules["torch"].int16
 
 
-def decode(data: Any) -> Any:
+_DECODING = threading.local()  # .tensors: whether the decode under way accepts tensors (see decode)
+
+
+def decode(data: Any, *, tensors: bool = True) -> Any:
     """The value :func:`encode` or :func:`encode_into` wrote (``data``: bytes or a memoryview, e.g. of the shared
-    frame); :class:`ValueError` for anything else (forged or truncated bytes)."""
+    frame); :class:`ValueError` for anything else (forged or truncated bytes). With ``tensors=False`` a tensor is
+    refused as well: the parent decodes the slot's *answers* so, since an answer is plain data (numbers, strings,
+    numpy arrays), as the restricted unpickler of pickled answers has it (``sandbox/_slotproc.py``); a call's
+    arguments, which the trusted side wrote, may carry tensors."""
     view = memoryview(data)
+    _DECODING.tensors = tensors
     try:
         value, end = _get(view, 0, 0)
     except (struct.error, IndexError, UnicodeDecodeError) as exc:
@@ -370,6 +378,8 @@ def _get_array(data: memoryview, at: int, tag: int) -> tuple[Any, int]:
 
 def _tensor(index: int, shape: tuple[int, ...], data: memoryview) -> Any:
     """A fresh tensor (its own storage, as pickle's) holding a copy of ``data``."""
+    if not getattr(_DECODING, "tensors", True):
+        raise ValueError("malformed slot frame (a tensor in a slot's answer: answers are plain data)")
     import torch  # only when a tensor arrives
 
     name = _TENSOR_DTYPES[index][0]

@@ -342,7 +342,7 @@ class SlotProxy:
             raise _execute.JobFailure("crashed", f"the slot process died ({body.decode('utf-8', 'replace')})")
         if kind == b"r":
             try:
-                return _slotcodec.decode(body)
+                return _slotcodec.decode(body, tensors=False)  # an answer is plain data, as unpickled ones
             except ValueError as exc:
                 raise _execute.JobFailure("invalid", f"slot answer refused: {exc}") from None
         if kind == b"F":
