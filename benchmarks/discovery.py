@@ -39,8 +39,9 @@ same x axis, y = that candidate's objective on the evaluator's test set), the va
 duplicate rejected before evaluation as valid when the candidate it repeats works (``valid_or_repeat``,
 :func:`repeat_counts`; issue 27's "valid", whose "distinct" share is ``distinct_share``), the failure
 kinds and the principles credited.  A row reused by ``--resume`` that predates those counts gets them from its
-run folder under ``--work`` (and the checkpoint is rewritten with them).  ``--plot`` draws ``test_curve`` per arm (median over seeds at each
-call count) into a PNG, one panel per problem.  Results go to ``benchmarks/results/discovery.json``.
+run folder under ``--work`` (and the checkpoint is rewritten with them).  ``--plot`` draws ``test_curve`` per
+arm (median over seeds at each call count) into a PNG, one panel per problem.  Results go to
+``benchmarks/results/discovery.json``.
 Not covered (see the JSON's ``not_covered``): runs of the size the issue asks for (about 120 calls per
 arm, 3 seeds) are not part of this module's test; the README reports the sizes actually run.
 """
@@ -299,6 +300,11 @@ def backfill_repeats(row: dict[str, Any], run_dir: Path, log: Callable[[str], No
     try:
         model_made = store.candidates(not_operator=("baseline", "hyper"))
         row.update(repeat_counts(store.candidates(), model_made))
+        if row.get("distinct_valid") is None:  # rows written before distinct_valid existed
+            from hifo.evaluators.registry import get_evaluator
+
+            metric = get_evaluator(row["problem"]).primary_metric
+            row["distinct_valid"] = distinct_behaviours([c for c in model_made if c.ok], metric)
     finally:
         store.close()
     row["distinct_share"] = row["distinct_valid"] / row["valid_or_repeat"] if row.get("valid_or_repeat") else None
