@@ -63,6 +63,22 @@ def _node_name() -> str:
         return host
 
 
+def _leave_client_mode(ray: Any) -> None:
+    """Undo what a failed ``ray.init("ray://...")`` leaves behind. Ray switches the process into client mode
+    before it connects and, when the connection or the server's start-up fails, closes the connection but
+    leaves client mode on (Ray 2.60: ``_ClientContext.connect``'s ``except`` calls the context's ``disconnect``,
+    which never clears the flag). Every later ``ray.init()`` in the process, local ones too, then goes through
+    the client hooks and dies on an assertion (``internal_kv`` not initialised). The stub's ``disconnect``
+    clears the flag once no client context is left; with no connection open it does nothing else."""
+    try:
+        from ray._private import client_mode_hook
+
+        if client_mode_hook.is_client_mode_enabled and not ray.is_initialized():
+            ray.util.disconnect()
+    except Exception:  # the cleanup of a failure must not hide that failure
+        pass
+
+
 class RayExecutor:
     """``submit(job) -> Future[SandboxResult]`` on a Ray cluster.
 
@@ -87,7 +103,11 @@ class RayExecutor:
             kwargs = {"include_dashboard": False, "log_to_driver": False, **(init_kwargs or {})}
             if address is None and max_workers:
                 kwargs.setdefault("num_cpus", max_workers)
-            ray.init(address=address, **kwargs)
+            try:
+                ray.init(address=address, **kwargs)
+            except BaseException:
+                _leave_client_mode(ray)
+                raise
             self._owns = True
         self.isolation, self.warm = isolation, warm
         self._task = ray.remote(run_on_node).options(num_cpus=1, max_retries=max_retries, retry_exceptions=False)

@@ -102,21 +102,30 @@ def test_search_through_ray_client(tmp_path, cluster, fake_model):
     pytest.importorskip("grpc", reason="Ray Client needs ray[client]")
     c, _ = cluster
     host = c.address.split(":")[0]
-    # Ray's proxier starts a client server per connection; on this 2-core machine that server has died at start-up
-    # now and then (empty log, "Starting Ray client server failed", stop 39 and stop 41 notes) while the same test
-    # passed alone and in full-suite runs. One more connection, in a fresh run folder, is Ray's own flake handled;
-    # a second failure fails the test. hifo's code is the same on both tries.
-    for attempt in (1, 2):
+    # Ray's proxier starts a client server per connection; on a 2-core machine that server has died at start-up
+    # now and then: "Starting Ray client server failed" (stop 39 and stop 41 notes), or the proxier reading the
+    # command line of a server that is already a zombie (psutil.ZombieProcess, CI of stop 43) — both raised inside
+    # Ray's proxier before hifo's code runs, while the same test passed alone and in full-suite runs. Up to two
+    # more connections, each in a fresh run folder, handle Ray's flake; a failure of any other kind, or a third
+    # start-up failure, fails the test. hifo's code is the same on every try. (After a failed connection the
+    # executor leaves Ray's client mode, tests/sandbox/test_ray_connect.py, so a retry starts clean.)
+    for attempt in (1, 2, 3):
         name = f"ray-client-{attempt}"
         try:
             _, summary = start_run(_cfg(tmp_path, name, f"ray://{host}:21931", generations=1), client=fake_model)
             break
         except ConnectionAbortedError as exc:
-            if attempt == 2 or "Starting Ray client server failed" not in str(exc):
+            if attempt == 3 or not _ray_client_server_start_failed(str(exc)):
                 raise
     assert summary["stop_reason"] == "1 generation(s) done"
     evaluated, _ = _assert_nothing_lost(tmp_path / name)
     assert evaluated
+
+
+def _ray_client_server_start_failed(message: str) -> bool:
+    """Whether a Ray Client connection died because Ray's proxier could not start the per-connection server."""
+    return "Starting Ray client server failed" in message or (
+        "Initialization failure from server" in message and "proxier.py" in message and "ZombieProcess" in message)
 
 
 def _evaluated_at(run_dir, cid) -> float:
