@@ -27,6 +27,11 @@ A metric agrees when it is equal (``nan`` equals ``nan``) or within the evaluato
 Command line (also ``hifo doctor --determinism``)::
 
     python -m hifo.evaluators.determinism [NAMES ...] [--set train] [--configs plain threads hog unpinned] [--json OUT]
+        [--merge]
+
+With ``--merge`` the reports of the evaluators checked now replace theirs in an existing ``--json`` file (same
+evaluator and instance set) and every other report is kept as it was, so a few evaluators can be re-checked without
+re-running all of them; the file records each merge (evaluators, configurations, this machine, date).
 """
 
 from __future__ import annotations
@@ -268,15 +273,34 @@ def check(name: str, instance_set: str = "train", configs: Iterable[str] = CONFI
     return rep
 
 
+def merge_reports(existing: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``existing`` (a ``--json`` file's content) with ``new``'s reports in place of the ones for the same evaluator
+    and instance set; other reports and top-level keys kept, reports sorted by evaluator and set. The merge is
+    recorded under ``merges`` (with ``new``'s ``cpu_avx512``, ``machine`` and, when given, ``configs``, ``command``
+    and ``date``): the merged reports may come from another machine than the rest of the file."""
+    fresh = {(r["evaluator"], r["set"]): r for r in new.get("reports", [])}
+    kept = [r for r in existing.get("reports", []) if (r["evaluator"], r["set"]) not in fresh]
+    out = dict(existing)  # the file's keys keep their order; "reports" is replaced in place
+    out["reports"] = sorted(kept + list(fresh.values()), key=lambda r: (r["evaluator"], r["set"]))
+    record = {"evaluators": sorted(f"{name}/{inst_set}" if inst_set != "train" else name for name, inst_set in fresh)}
+    record.update({k: new[k] for k in ("configs", "command", "date", "cpu_avx512", "machine") if k in new})
+    out["merges"] = [*existing.get("merges", []), record]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m hifo.evaluators.determinism", description=__doc__.split("\n")[0])
     ap.add_argument("names", nargs="*", help="evaluators (default: every registered one)")
     ap.add_argument("--set", default="train", dest="instance_set")
     ap.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=CONFIGS + ("unpinned",))
     ap.add_argument("--json", dest="json_out", help="write the reports here")
+    ap.add_argument("--merge", action="store_true",
+                    help="with --json: replace only these evaluators' reports in the existing file, keep the others")
     ap.add_argument("--solve-worker", help=argparse.SUPPRESS)
     ap.add_argument("--score-worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.merge and not args.json_out:
+        ap.error("--merge needs --json FILE (the file to merge into)")
     if args.solve_worker:
         print(json.dumps(solve_all(args.solve_worker, args.instance_set)))
         return 0
@@ -309,9 +333,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {m}", flush=True)
         failed += not rep.ok
     if args.json_out:
+        result: dict[str, Any] = {"cpu_avx512": cpu_avx512_features(), "machine": platform.machine(),
+                                  "reports": reports}
+        if args.merge and os.path.exists(args.json_out):
+            with open(args.json_out) as fh:
+                existing = json.load(fh)
+            cmd = " ".join(["python -m hifo.evaluators.determinism", *(argv if argv is not None else sys.argv[1:])])
+            result = merge_reports(existing, dict(result, configs=["plain", *[c for c in args.configs if c != "plain"]],
+                                                  command=cmd, date=time.strftime("%Y-%m-%d")))
         with open(args.json_out, "w") as fh:
-            json.dump({"cpu_avx512": cpu_avx512_features(), "machine": platform.machine(),
-                       "reports": reports}, fh, indent=1)
+            json.dump(result, fh, indent=1)
     return 1 if failed else 0
 
 

@@ -47,6 +47,41 @@ def test_compare_reports_every_differing_metric_and_honours_per_metric_tolerance
     assert not rep.ok
 
 
+def test_merge_replaces_only_the_rechecked_reports_and_records_where_they_came_from():
+    def rep(name, verdict, inst_set="train"):
+        return {"evaluator": name, "set": inst_set, "ok": verdict}
+
+    old = {"cpu_avx512": ["AVX512F"], "machine": "x86_64", "command": "all of them", "note": "n",
+           "reports": [rep("c", True), rep("a", True), rep("b", False), rep("b", True, "test")]}
+    new = {"cpu_avx512": [], "machine": "x86_64", "configs": ["plain", "threads"], "command": "b d", "date": "today",
+           "reports": [rep("d", True), rep("b", True)]}
+    out = det.merge_reports(old, new)
+    assert [(r["evaluator"], r["set"], r["ok"]) for r in out["reports"]] == [
+        ("a", "train", True), ("b", "test", True), ("b", "train", True), ("c", "train", True), ("d", "train", True)]
+    assert {k: out[k] for k in ("cpu_avx512", "command", "note")} == {"cpu_avx512": ["AVX512F"],
+                                                                      "command": "all of them", "note": "n"}
+    assert out["merges"] == [{"evaluators": ["b", "d"], "configs": ["plain", "threads"], "command": "b d",
+                              "date": "today", "cpu_avx512": [], "machine": "x86_64"}]
+    assert len(det.merge_reports(out, new)["merges"]) == 2 and len(old["reports"]) == 4  # appended; input untouched
+
+
+def test_merge_on_the_command_line_keeps_the_other_evaluators(tmp_path, monkeypatch):
+    import json
+
+    path = tmp_path / "det.json"
+    path.write_text(json.dumps({"command": "first", "reports": [{"evaluator": "a", "set": "train", "ok": True},
+                                                                 {"evaluator": "z", "set": "train", "ok": False}]}))
+    fresh = det.Report("z", "train", 0.0, False)
+    monkeypatch.setattr(det, "check", lambda name, instance_set, configs: fresh)
+    assert det.main(["z", "--configs", "plain", "threads", "--json", str(path), "--merge"]) == 0
+    out = json.loads(path.read_text())
+    assert [(r["evaluator"], r["ok"]) for r in out["reports"]] == [("a", True), ("z", True)]
+    assert out["command"] == "first" and out["merges"][0]["evaluators"] == ["z"]
+    assert out["merges"][0]["command"].endswith("z --configs plain threads --json " + str(path) + " --merge")
+    with pytest.raises(SystemExit):
+        det.main(["z", "--merge"])  # nothing to merge into
+
+
 def test_the_sandbox_child_runs_on_the_pinned_kernels(tmp_path):
     env = child_env(str(tmp_path), {"OPENBLAS_CORETYPE": "SkylakeX", "PATH": "/x"})
     pinned = pinned_numeric_env()
