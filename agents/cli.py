@@ -111,6 +111,9 @@ def run(
     probe: Optional[bool] = typer.Option(None, "--probe/--no-probe",
                                          help="novelty by behaviour too: a candidate that decides as an earlier one "
                                               "on the problem's probe instances is re-drawn [default: off]"),
+    redraw_feedback: Optional[bool] = typer.Option(None, "--redraw-feedback/--no-redraw-feedback",
+                                                   help="a re-draw shows the model the repeated reply and why it is "
+                                                        "not new [default: off]"),
 ) -> None:
     """Launch a heuristic search."""
     import tomllib
@@ -130,7 +133,8 @@ def run(
                      record=str(record) if record else None, distill=False if no_distill else None,
                      model_principles=model_principles, isolation=isolation, executor=executor, address=address,
                      llm_cache=False if no_cache else None, target=target, patience=patience,
-                     repair=repair, probe_novelty=probe)
+                     repair=repair, probe_novelty=probe,
+                     redraw_feedback=redraw_feedback)
     try:
         cfg = load_config(config, overrides)
     except ValidationError as exc:

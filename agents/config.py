@@ -94,6 +94,10 @@ class RunConfig(BaseModel):
     novelty_redraws: int = Field(2, ge=0, le=10, description="a reply whose normalised code equals an earlier "
                                  "candidate's is not evaluated; its prompt is asked again (new seed, hotter) up to "
                                  "this many times; every re-draw is a model call within --max-calls")
+    redraw_feedback: bool = Field(False, description="a re-draw shows the model the reply that repeated an earlier "
+                                  "candidate and why it is not new (agents/repair_loop.py, redraw_messages) instead "
+                                  "of asking the same prompt again; off by default until the discovery benchmark "
+                                  "shows it helps (docs/models.md)")
     probe_novelty: bool = Field(False, description="novelty by behaviour as well as by code: before a new candidate "
                                 "is evaluated it runs on the evaluator's probe instances (when it declares them); one "
                                 "whose solutions there equal an earlier candidate's is a duplicate and re-drawn "

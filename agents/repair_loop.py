@@ -88,3 +88,20 @@ def repair_messages(style: str, messages: list[dict[str, str]], reply: str, pars
     # completion style: the failing version, a comment with the error, and the same def line again
     text = messages[-1]["content"] + reply.rstrip() + f"\n\n\n# The function above fails: {error}\n# Fixed:\n" + prefix
     return [{**messages[-1], "content": text}]  # a grammar on the prompt constrains the repair too
+
+
+def redraw_messages(style: str, messages: list[dict[str, str]], reply: str, reason: str, entry: str,
+                    prefix: str) -> list[dict[str, str]]:
+    """The prompt of a re-draw with feedback (``RunConfig.redraw_feedback``): the original prompt, the reply that
+    repeated an earlier candidate, and why it was rejected, so the model is asked for a different rule instead
+    of the same prompt again (where a small model tends to write the same program at any temperature)."""
+    why = " ".join(reason.split())[:ERROR_CHARS]
+    if style == "chat":
+        return [*messages, {"role": "assistant", "content": reply},
+                {"role": "user", "content": f"That program is not new ({why}), so it was not evaluated. Write a "
+                                            f"different rule: change what the score depends on or how the terms "
+                                            f"combine, not names or layout. Reply with one idea line and the "
+                                            f"complete function `{entry}` in one ```python block."}]
+    text = (messages[-1]["content"] + reply.rstrip() + f"\n\n\n# The function above is not new ({why}).\n"
+            "# A different rule (not a renaming):\n" + prefix)
+    return [{**messages[-1], "content": text}]

@@ -13,6 +13,7 @@ back from the response cache), and ``evaluate`` only scores candidates still pen
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
@@ -33,7 +34,7 @@ from hifo.agents.probe import BehaviourProbe
 from hifo.agents.selection import SelectNode, _fit
 from hifo.agents.rundb import CandidateRow
 from hifo.agents.runtime import RunState, Runtime, WallTimeSpent, _stop_reason
-from hifo.agents.repair_loop import Parsed, fixable, parse_reply, repair_messages
+from hifo.agents.repair_loop import Parsed, fixable, parse_reply, redraw_messages, repair_messages
 from hifo.knowledge_base import assign_subsets
 from hifo.knowledge_base.seeds import seed_if_empty
 
@@ -51,6 +52,7 @@ class SearchNodes(EvaluateNode, DistillNode, SelectNode):
         self._clock: GenerationClock | None = None  # this generation's model / evaluation / wall times
         self._early: EarlyEvaluations | None = None  # evaluations started while the model still writes
         self._last_duplicate = False  # set by _add_parsed: the last parsed reply repeated an earlier candidate
+        self._last_reply = self._last_reason = ""  # that reply's text and why it was a duplicate (re-draw feedback)
         self._n_duplicates = self._n_redraws = self._n_behaviour = 0
         self._probe: BehaviourProbe | None | bool = False  # False: not built yet (agents/probe.py)
         self._baselines_probed = False
@@ -220,7 +222,7 @@ class SearchNodes(EvaluateNode, DistillNode, SelectNode):
         seen: set[str] = set()
         n_ok = 0
         to_repair: list[tuple[int, str, Parsed, dict]] = []
-        to_redraw: list[int] = []  # replies whose code equals an earlier candidate's: asked again
+        to_redraw: list[tuple[int, str, str]] = []  # duplicates (index, reply, why): asked again
         self._n_fixed = self._n_repaired = self._n_repair_new = 0
         self._n_duplicates = self._n_redraws = self._n_behaviour = 0
 
@@ -230,7 +232,7 @@ class SearchNodes(EvaluateNode, DistillNode, SelectNode):
                 n_ok += self._record_reply(gen, state, plan[i], prompts[i], subsets[i], i, replies[i], seen,
                                            to_repair, stop_reason is None)
                 if self._last_duplicate:
-                    to_redraw.append(i)
+                    to_redraw.append((i, self._last_reply, self._last_reason))
 
         # an in-process model serves one call at a time: calls in plan order keep a seeded run reproducible
         # (llama.cpp's reused prefix depends on the call before)
@@ -268,9 +270,10 @@ class SearchNodes(EvaluateNode, DistillNode, SelectNode):
         if errors:  # the provider's own words on the console, not only in the run store
             self.rt.emit("model_errors", generation=gen, errors=len(errors), calls=len(replies),
                          error=" ".join(str(errors[0]).split())[:300])
-        for i in to_redraw:  # novelty before evaluation: a duplicate is not evaluated; the model is asked again
+        for i, dup_reply, why in to_redraw:  # novelty before evaluation: a duplicate is not evaluated; asked again
             if stop_reason is None:
-                got, stop_reason = self._redraw(gen, state, plan[i], prompts[i], subsets[i], i, seen, to_repair)
+                got, stop_reason = self._redraw(gen, state, plan[i], prompts[i], subsets[i], i, seen, to_repair,
+                                                (dup_reply, why))
                 n_ok += got
         for i, text, parsed, common in to_repair:  # error feedback: once per failing reply, in the budget
             if stop_reason is None:
@@ -284,23 +287,30 @@ class SearchNodes(EvaluateNode, DistillNode, SelectNode):
         return {"stop_reason": stop_reason} if stop_reason else {}
 
     def _redraw(self, gen: int, state: RunState, planned: tuple[str, list[CandidateRow]], pr: Any, subset: list[str],
-                i: int, seen: set[str], to_repair: list) -> tuple[int, str | None]:
+                i: int, seen: set[str], to_repair: list, dup: tuple[str, str]) -> tuple[int, str | None]:
         """Ask prompt ``i`` again after its reply duplicated an earlier candidate: another seed, and a
         temperature 0.2 higher per try (at most 1.2), up to ``novelty_redraws`` times or until the code is
         new or fails. Each try is a model call of the run (budget, cassette, cache). Returns (1 when a new
-        candidate was added else 0, a stop reason when a budget stopped it)."""
+        candidate was added else 0, a stop reason when a budget stopped it). With ``redraw_feedback`` each try
+        shows the model the reply that repeated (``dup``: its text, why it is not new) instead of the same prompt."""
         for k in range(1, self.cfg.novelty_redraws + 1):
             temp = min(max(self.cfg.temperature, 0.2) + 0.2 * k, 1.2)
+            asked = pr
+            if self.cfg.redraw_feedback and dup[0]:  # the repeated program and why it is not new (recorded as asked)
+                asked = replace(pr, messages=redraw_messages(self.style, pr.messages, dup[0], dup[1],
+                                                             self.ev.template.name, pr.prefix))
             try:
-                rep = self._call(pr.messages, call_seed(self.cfg.seed, gen, i, "redraw", k), pr.stop, temp)
+                rep = self._call(asked.messages, call_seed(self.cfg.seed, gen, i, "redraw", k), pr.stop, temp)
             except BudgetExceeded as exc:
                 return 0, _stop_reason(exc)
             except LLMError as exc:
                 rep = exc
             self._n_redraws += 1
-            new = self._record_reply(gen, state, planned, pr, subset, i, rep, seen, to_repair, True, suffix=f"d{k}")
+            new = self._record_reply(gen, state, planned, asked, subset, i, rep, seen, to_repair, True,
+                                     suffix=f"d{k}")
             if new or not self._last_duplicate:
                 return new, None
+            dup = (self._last_reply, self._last_reason)
         return 0, None
 
     def _record_reply(self, gen: int, state: RunState, planned: tuple[str, list[CandidateRow]], pr: Any,
@@ -311,6 +321,7 @@ class SearchNodes(EvaluateNode, DistillNode, SelectNode):
         self._last_duplicate = False
         op, parents = planned
         text = rep.text if not isinstance(rep, Exception) else None
+        self._last_reply = text or ""
         usage = rep.to_dict() if not isinstance(rep, Exception) else {"error": str(rep)}
         usage.pop("text", None)
         pid = self.rt.store.add_prompt(generation=gen, operator=op, messages=pr.messages, principle_ids=subset,
@@ -347,7 +358,7 @@ class SearchNodes(EvaluateNode, DistillNode, SelectNode):
             if like is not None:
                 dup, error = True, f"duplicate: behaves like {like} on the probe instances"
                 self._n_behaviour += 1
-        self._last_duplicate = dup
+        self._last_duplicate, self._last_reason = dup, error or ""
         self._n_duplicates += dup
         store.add_candidate(code=parsed.code, code_hash=h, thought=parsed.thought,
                             status="duplicate" if dup else "pending", error=error, **common)

@@ -199,10 +199,17 @@ def measure(run_dir: Path, summary: dict[str, Any], kb_path: Path, executor: Any
             "stop_reason": summary.get("stop_reason")}
 
 
-def load_done(path: Path | None, calls: int, probe: bool = False) -> dict[tuple[str, str, int], dict[str, Any]]:
+def settings(row: dict[str, Any]) -> tuple[bool, bool]:
+    """A row's novelty settings: the behaviour probe and re-draw feedback (rows written before one was recorded
+    ran without it)."""
+    return bool(row.get("probe_novelty", False)), bool(row.get("redraw_feedback", False))
+
+
+def load_done(path: Path | None, calls: int, probe: bool = False,
+              feedback: bool = False) -> dict[tuple[str, str, int], dict[str, Any]]:
     """Rows already finished by an earlier invocation (``--resume``): one JSON object per line of the
     checkpoint file, keyed by (problem, arm, seed); rows of another ``--calls`` budget, or run with the behaviour
-    probe set otherwise (``probe_novelty``; rows written before it was recorded ran without it), are ignored."""
+    probe or re-draw feedback set otherwise (:func:`settings`), are ignored."""
     done: dict[tuple[str, str, int], dict[str, Any]] = {}
     if path is None or not path.exists():
         return done
@@ -214,7 +221,7 @@ def load_done(path: Path | None, calls: int, probe: bool = False) -> dict[tuple[
         except json.JSONDecodeError as exc:  # a line cut by a crash while it was written
             print(f"checkpoint {path} line {n} unreadable ({exc}); that arm runs again")
             continue
-        if row.get("calls_budget") == calls and bool(row.get("probe_novelty", False)) == probe:
+        if row.get("calls_budget") == calls and settings(row) == (probe, feedback):
             done[(row["problem"], row["arm"], row["seed"])] = row
     return done
 
@@ -234,7 +241,7 @@ def run_all(problems: list[str], seeds: list[int], calls: int, model: str, work:
 
     rows = []
     n_transferred = backfilled = 0
-    done = load_done(checkpoint, calls, bool(extra.get("probe_novelty", False))) if resume else {}
+    done = load_done(checkpoint, calls, *settings(extra)) if resume else {}
     with LocalExecutor(max_workers=2) as ex:
         for problem in problems:
             for arm in [a for a in PROBLEM_ARMS[problem] if arms is None or a in arms]:
@@ -272,7 +279,7 @@ def run_all(problems: list[str], seeds: list[int], calls: int, model: str, work:
                     if arm == "transfer":
                         row["principles_transferred"] = n_transferred
                     row["calls_budget"] = calls
-                    row["probe_novelty"] = cfg.probe_novelty
+                    row["probe_novelty"], row["redraw_feedback"] = cfg.probe_novelty, cfg.redraw_feedback
                     rows.append(row)
                     if checkpoint is not None:
                         checkpoint.parent.mkdir(parents=True, exist_ok=True)
@@ -322,7 +329,7 @@ def load_all(path: Path, reused: dict[tuple[str, str, int], dict[str, Any]]) -> 
         key = (row.get("problem"), row.get("arm"), row.get("seed"))
         same = reused.get(key)  # type: ignore[arg-type]
         out.append(same if same is not None and same.get("calls_budget") == row.get("calls_budget")
-                   and same.get("probe_novelty", False) == row.get("probe_novelty", False) else row)
+                   and settings(same) == settings(row) else row)
     return out
 
 
@@ -395,13 +402,16 @@ def main(argv: list[str] | None = None) -> dict:
                     "(default: a temporary folder); needed by --resume when a transfer arm is still to run")
     ap.add_argument("--probe", action="store_true", help="novelty by behaviour as well as by normalised code (the "
                     "behaviour probe, agents/probe.py; off by default, as in the committed rows)")
+    ap.add_argument("--redraw-feedback", action="store_true", help="a re-draw shows the model the repeated reply "
+                    "and why it is not new (RunConfig.redraw_feedback; off by default, as in the committed rows)")
     ap.add_argument("--resume", action="store_true", help="reuse the rows of the checkpoint (--out with "
                     ".rows.jsonl) written by an earlier invocation with the same --calls; run only the rest")
     args = ap.parse_args(argv)
     checkpoint = args.out.with_suffix(".rows.jsonl")
     if not args.resume:
         checkpoint.unlink(missing_ok=True)
-    extra: dict[str, Any] = {"probe_novelty": True} if args.probe else {}
+    extra: dict[str, Any] = {k: True for k, on in (("probe_novelty", args.probe),
+                                                  ("redraw_feedback", args.redraw_feedback)) if on}
     with tempfile.TemporaryDirectory(prefix="hifo-discovery-") as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)

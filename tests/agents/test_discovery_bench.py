@@ -109,6 +109,11 @@ def test_checkpoint_keeps_finished_arms_and_resume_runs_only_the_rest(tmp_path, 
     run_all(["bpp_online"], [0], 6, "fake", tmp_path / "w", client_factory=make_fake_model,
             arms=["best_of_n"], log=log.append, test_set="train", checkpoint=ck, resume=True, probe_novelty=True)
     assert not any("reused" in m for m in log)
+    assert json.loads(lines[0])["redraw_feedback"] is False  # nor re-draw feedback
+    log.clear()
+    run_all(["bpp_online"], [0], 6, "fake", tmp_path / "w", client_factory=make_fake_model,
+            arms=["best_of_n"], log=log.append, test_set="train", checkpoint=ck, resume=True, redraw_feedback=True)
+    assert not any("reused" in m for m in log)
 
 
 def test_repeats_of_working_programs_count_as_valid_but_not_as_new():

@@ -164,3 +164,47 @@ def test_a_replay_takes_the_probe_verdicts_from_the_cassette(tmp_path, monkeypat
     monkeypatch.undo()
     live, _, _ = _run(tmp_path, "live", make_client(f"replay:{bare}"), probe_novelty=True)
     assert live == rec
+
+
+class ListensToFeedback:
+    """A chat model that writes Best Fit again whatever the temperature, unless it is told its program is not new."""
+
+    style, model = "chat", "fake-chat"
+
+    def __init__(self):
+        self.asked = []
+
+    def complete(self, messages, n=1, temperature=1.0, seed=None, max_tokens=512, stop=None):
+        self.asked.append(messages)
+        told = "not new" in messages[-1]["content"]
+        code = f"def priority(item, bins):\n    return (bins - item) * {2 + len(self.asked)}\n" if told else SAME
+        return [Completion(f"Idea: rewrite.\n```python\nimport numpy as np\n{code}```", 10, 10, model=self.model)]
+
+
+def test_a_re_draw_with_feedback_shows_the_repeated_reply_and_why(tmp_path):
+    model = ListensToFeedback()
+    cands, (propose,), _ = _run(tmp_path, "feedback", model, redraw_feedback=True)
+    assert cands["g0-001"] == cands["g0-002"] == "duplicate" and cands["g0-001d1"] == cands["g0-002d1"] == "evaluated"
+    first, redraw = model.asked[1], model.asked[3]  # g0-001's prompt, then its re-draw
+    assert redraw[:len(first)] == first  # the same prompt, then the repeated reply and the verdict
+    assert redraw[-2]["role"] == "assistant" and SAME in redraw[-2]["content"]
+    assert redraw[-1]["role"] == "user" and "duplicate of an earlier candidate" in redraw[-1]["content"]
+    store = RunStore(tmp_path / "feedback" / "run.sqlite")
+    try:  # the run store records the re-draw's prompt as it was asked
+        asked = store.prompt(store.candidate("g0-001d1").prompt_id)["messages"]
+    finally:
+        store.close()
+    assert asked == redraw
+    off = ListensToFeedback()  # without feedback the same prompt is asked again, and the model repeats itself
+    cands, _, _ = _run(tmp_path, "plain", off)
+    assert off.asked[3] == off.asked[1] and cands["g0-001d1"] == "duplicate"
+
+
+def test_a_completion_style_re_draw_ends_on_the_def_line_again():
+    from hifo.agents.repair_loop import redraw_messages
+
+    prompt = [{"role": "user", "content": "# bin packing\ndef priority(item, bins):\n"}]
+    (msg,) = redraw_messages("completion", prompt, "    return -(bins - item)\n", "duplicate of g0-000",
+                             "priority", "def priority(item, bins):\n")
+    assert msg["content"].startswith(prompt[0]["content"] + "    return -(bins - item)")
+    assert "not new (duplicate of g0-000)" in msg["content"] and msg["content"].endswith("def priority(item, bins):\n")
