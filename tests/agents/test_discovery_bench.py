@@ -121,7 +121,7 @@ def test_repeats_of_working_programs_count_as_valid_but_not_as_new():
     repeats (named by the probe, else the first with its code hash) works; a repeat of a broken one is not."""
     from types import SimpleNamespace as C
 
-    from benchmarks.discovery import repeat_counts
+    from benchmarks.discovery_rows import repeat_counts
 
     base = C(id="base-best_fit", code_hash="h0", status="evaluated", ok=True, error=None)
     good = C(id="g1-000", code_hash="h1", status="evaluated", ok=True, error=None)
