@@ -5,9 +5,9 @@ the figures that no other test re-checks.
 The noise is measured the way :mod:`hifo.evaluators._seed_noise` measures a secret set's: the set redrawn under the
 fixed keys ``blake2b("seed-noise draw {d}")``, d = 0..7, here for the train set too (a subclass that makes every
 set secret), so each figure is the same on every machine and the documented numbers are checked exactly.
-``python tests/evaluators/test_issue29_seed_noise.py EVALUATOR BASELINE_A BASELINE_B [SET ...]`` prints them
+``python tests/evaluators/test_seed_noise_claims.py EVALUATOR BASELINE_A BASELINE_B [SET ...]`` prints them
 (mean and sample sd of each baseline's set score over the draws, and of their paired difference);
-``python tests/evaluators/test_issue29_seed_noise.py --fdiv-coverage`` prints fdiv_pessimism's scored quantile on the
+``python tests/evaluators/test_seed_noise_claims.py --fdiv-coverage`` prints fdiv_pessimism's scored quantile on the
 starved and covered instances, ``--tbptt-redraws half ramp no_burn_in`` tbptt_burnin's train score on redrawn data
 seeds (its train set has no secret draw). The family pages (docs/families/) quote that output.
 """
