@@ -76,18 +76,24 @@ def fixable(parsed: Parsed) -> bool:
     return any(k in low for k in _FIXABLE)
 
 
+def _follow_up(style: str, messages: list[dict[str, str]], reply: str, chat_turn: str, comment: str,
+               prefix: str) -> list[dict[str, str]]:
+    """The original prompt, the model's reply and what to do about it: in chat a user turn after the reply; in
+    completion style the reply, a comment and the same def line again (a grammar on the prompt still applies)."""
+    if style == "chat":
+        return [*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": chat_turn}]
+    text = messages[-1]["content"] + reply.rstrip() + "\n\n\n" + comment + prefix
+    return [{**messages[-1], "content": text}]
+
+
 def repair_messages(style: str, messages: list[dict[str, str]], reply: str, parsed: Parsed, entry: str,
                     prefix: str) -> list[dict[str, str]]:
     """The prompt of the repair call: the original prompt, the failing code and its short error."""
     error = " ".join((scrub(parsed.error or "", limit=ERROR_CHARS) or "").split())[:ERROR_CHARS]
-    if style == "chat":
-        return [*messages, {"role": "assistant", "content": reply},
-                {"role": "user", "content": f"That code fails: {error}\nFix it. Reply with the complete corrected "
-                                            f"function `{entry}` (and any helpers and imports it needs) in one "
-                                            "```python block."}]
-    # completion style: the failing version, a comment with the error, and the same def line again
-    text = messages[-1]["content"] + reply.rstrip() + f"\n\n\n# The function above fails: {error}\n# Fixed:\n" + prefix
-    return [{**messages[-1], "content": text}]  # a grammar on the prompt constrains the repair too
+    return _follow_up(style, messages, reply,
+                      f"That code fails: {error}\nFix it. Reply with the complete corrected function `{entry}` (and "
+                      "any helpers and imports it needs) in one ```python block.",
+                      f"# The function above fails: {error}\n# Fixed:\n", prefix)
 
 
 def redraw_messages(style: str, messages: list[dict[str, str]], reply: str, reason: str, entry: str,
@@ -96,12 +102,8 @@ def redraw_messages(style: str, messages: list[dict[str, str]], reply: str, reas
     repeated an earlier candidate, and why it was rejected, so the model is asked for a different rule instead
     of the same prompt again (where a small model tends to write the same program at any temperature)."""
     why = " ".join(reason.split())[:ERROR_CHARS]
-    if style == "chat":
-        return [*messages, {"role": "assistant", "content": reply},
-                {"role": "user", "content": f"That program is not new ({why}), so it was not evaluated. Write a "
-                                            f"different rule: change what the score depends on or how the terms "
-                                            f"combine, not names or layout. Reply with one idea line and the "
-                                            f"complete function `{entry}` in one ```python block."}]
-    text = (messages[-1]["content"] + reply.rstrip() + f"\n\n\n# The function above is not new ({why}).\n"
-            "# A different rule (not a renaming):\n" + prefix)
-    return [{**messages[-1], "content": text}]
+    return _follow_up(style, messages, reply,
+                      f"That program is not new ({why}), so it was not evaluated. Write a different rule: change "
+                      "what the score depends on or how the terms combine, not names or layout. Reply with one idea "
+                      f"line and the complete function `{entry}` in one ```python block.",
+                      f"# The function above is not new ({why}).\n# A different rule (not a renaming):\n", prefix)
