@@ -306,68 +306,6 @@ def show(run: Path = typer.Argument(...), top: int = typer.Option(5, "--top"),
         _fail(str(exc), 2)
 
 
-@app.command()
-def evaluate(
-    problem: str = typer.Option(..., "--problem", "-p"),
-    heuristic: Path = typer.Option(..., "--heuristic", help="Python file defining the heuristic"),
-    instances: Optional[str] = typer.Option(None, "--instances", help="instance set (default: the test set)"),
-    entry: Optional[str] = typer.Option(None, "--entry", help="function name in the file (default: the template's)"),
-    isolation: str = typer.Option("standard", "--isolation", help="strict | standard | minimal"),
-    as_json: bool = typer.Option(False, "--json"),
-) -> None:
-    """Score one heuristic file through the sandbox."""
-    from hifo.agents.code import CodeError, check_source
-    from hifo.agents.evaluation import CandidateEvaluator
-    from hifo.evaluators.base import Score
-    from hifo.sandbox import IsolationUnavailable, LocalExecutor
-
-    from hifo.agents.preflight import load_problem
-
-    try:
-        ev = load_problem(problem)
-    except ValueError as exc:
-        _fail(_one_line(exc), 2)
-    from hifo.agents.preflight import PreflightError, read_heuristic
-
-    try:
-        code = read_heuristic(heuristic)
-    except PreflightError as exc:
-        _fail(_one_line(exc), 2)
-    set_name = instances or ev.default_test_set
-    if set_name not in ev.instance_sets:
-        _fail(f"--instances: unknown instance set {set_name!r} for {problem}; known: {', '.join(ev.instance_sets)}", 2)
-    if entry and entry != ev.template.name:
-        code += f"\n\n{ev.template.name} = {entry}\n"
-    try:
-        check_source(code, entry or ev.template.name)
-        with LocalExecutor(max_workers=1, isolation=isolation) as ex:
-            score = CandidateEvaluator(ev, set_name, ex).evaluate(code)
-    except CodeError as exc:
-        score = Score.failed(f"static check: {exc}")
-    except (IsolationUnavailable, ValueError) as exc:
-        _fail(str(exc), 2)
-    secret = ev.seeds_secret(set_name)  # drawn for this invocation: another run gives another draw
-    if as_json:
-        out = {"problem": problem, "instances": set_name, "feasible": score.feasible, "metrics": score.metrics,
-               "secret_draw": secret}
-        if not score.feasible:
-            out["error"] = score.error
-        print(json.dumps(out))
-    else:
-        if score.feasible:
-            console.print(f"{problem} on '{set_name}': " + ", ".join(f"{k}={v:.6g}" for k, v in score.metrics.items())
-                          + f"  ({score.wall_s:.2f} s)", markup=False)
-            if secret:
-                console.print(f"('{set_name}' is drawn from a secret for each invocation, so this figure has no stored "
-                              "counterpart: compare heuristics in one `hifo run`, or on a published set via --instances)",
-                              markup=False)
-        else:
-            from rich.text import Text
-
-            console.print(Text.assemble(("failed", "red"), f": {score.error}"))
-    raise typer.Exit(0 if score.feasible else 5)
-
-
 def main() -> None:
     if len(sys.argv) > 1 and not {"--help", "-h", "--version"} & set(sys.argv[1:]):
         # before numpy or torch load: this process scores candidates on the kernels the sandbox child is
@@ -392,9 +330,10 @@ def main() -> None:
         sys.exit(1)
 
 
-app.add_typer(_principles_app(), name="principles", help="Inspect and manage the knowledge base.")
 from hifo.agents import cli_tools as _tools  # noqa: E402 - light: typer and rich only
 
+app.command("evaluate")(_tools.evaluate)
+app.add_typer(_principles_app(), name="principles", help="Inspect and manage the knowledge base.")
 app.command("problems")(_tools.problems)
 app.command("doctor")(_tools.doctor)
 app.command("report")(_tools.report)
