@@ -11,16 +11,28 @@ The child returns the edges that were added, per deleted node and layer. The par
 the whole deletion sequence on its own copy of the index, checking at each step that every
 claimed edge joins two former neighbours of ``p``, is new, and fits the node's free slots
 (otherwise the solution is infeasible), and then measures with its own code on the graph it
-rebuilt, on 100 held-out queries drawn from the data's own clusters: ``budget_recall`` (the
-primary metric, maximised: recall@10 against brute force over the surviving points when every
-query may evaluate at most ``BUDGET`` distances, beam ``BUDGET_EF``, so recall and the
-deterministic latency measure are scored together at a matched cost), ``recall`` and
-``dist_evals`` of an unbudgeted ``ef`` = 10 search, and ``edges`` (memory; degree caps bound it).
+rebuilt, on held-out queries drawn from the data's own clusters (200 per train instance, 100 per
+test instance): ``budget_recall`` (the primary metric, maximised: recall@10 against brute force
+over the surviving points when every query may evaluate at most ``BUDGET`` distances, beam
+``BUDGET_EF``, so recall and the deterministic latency measure are scored together at a matched
+cost), ``recall`` and ``dist_evals`` of an unbudgeted ``ef`` = 10 search, and ``edges`` (memory;
+degree caps bound it). The train set (the fitness the search sees) is 36 instances, 10 / 30 / 50 %
+deleted, each its own data, so that the paper-style rule and the best other baseline, whose scores
+differ by about 0.01, are told apart by more than the set's seed-to-seed noise
+(docs/families/hnsw.md).
 
 Departure from the paper: the SPatch baselines are our HNSW-level reading of the star-mesh
-deletion (the weights ``exp(-d_p^2/h^2)`` with ``h`` the median are our choice and ignore the
-query and the neighbours' pairwise distances); re-insertion of the affected neighbours is not a
-baseline, since it needs the index, which the slot's local view does not give.
+deletion. The paper's exact HNSW-level rule (which weights, which clique edges are kept) was not
+recovered from the material we could read (abstract, published summaries): its walk is a softmax
+walk (next vertex ``v`` with probability proportional to ``exp(-r^2 |q - v|^2)``, ``q`` the query,
+as we read a summary whose stored text is cut off there) and its deterministic deletion keeps the
+top edges of the star-mesh clique. Our clique weights
+``w_i w_j / sum(w)``, ``w_i = exp(-d_p[i]^2/h^2)`` (``h`` the median of ``d_p``, our choice), rank
+each neighbour's candidates as that walk's clique does for a query sitting at the deleted point
+(``r = 1/h``): each neighbour links to the former neighbours nearest the deleted point, whatever
+the query distribution and the neighbours' pairwise distances.
+Re-insertion of the affected neighbours is not a baseline, since it needs the index, which the
+slot's local view does not give.
 """
 
 from __future__ import annotations
@@ -162,16 +174,25 @@ class HNSWDeleteInstance:
     rule_seed: int | None = None
 
 
-# name -> (points, dim, M, ef_construction, fraction deleted, data seed)
+# The train set: 36 instances, 10 / 30 / 50 % deleted, each its own data (seed) and 200 held-out queries. One
+# instance (until issue 29's round 2) left the paper-style rule and the best other baseline inside the seed-to-seed
+# noise of the fitness: an instance's data moves every rule's score together (sd about 0.03 for one instance), and
+# the paired difference of two rules varies from instance to instance (sd 0.01-0.02, heavy-tailed: on a few
+# instances robust_prune loses 0.03-0.08 to spatch). Over 8 redraws of these 36 instances spatch scores
+# 0.9431 +- 0.0049, robust_prune 0.9570 +- 0.0029, their paired difference -0.0138 +- 0.0042; with 18 instances the
+# published gap was 0.004, inside the noise (docs/families/hnsw.md).
+TRAIN_FRACTIONS, TRAIN_QUERIES = (0.1, 0.3, 0.5), 200
+# name -> (points, dim, M, ef_construction, fraction deleted, data seed, held-out queries)
 _SPECS = {
-    "train": (("n800_d16_del30", 800, 16, 6, 40, 0.3, 0),),
-    "test": (("n1000_d24_del10", 1000, 24, 6, 40, 0.1, 11), ("n1000_d24_del50", 1000, 24, 6, 40, 0.5, 11)),
+    "train": tuple((f"n800_d16_del{round(100 * frac)}_s{seed}", 800, 16, 6, 40, frac, seed, TRAIN_QUERIES)
+                   for seed, frac in zip(range(20, 56), TRAIN_FRACTIONS * 12)),
+    "test": (("n1000_d24_del10", 1000, 24, 6, 40, 0.1, 11, 100), ("n1000_d24_del50", 1000, 24, 6, 40, 0.5, 11, 100)),
 }
 
 
 @lru_cache(maxsize=None)
-def _built(n: int, dim: int, M: int, efc: int, seed: int) -> tuple[np.ndarray, np.ndarray, HNSW]:
-    X, Q = data_and_queries(n, dim, seed)  # 100 held-out points of the same clusters as the queries
+def _built(n: int, dim: int, M: int, efc: int, seed: int, n_queries: int) -> tuple[np.ndarray, np.ndarray, HNSW]:
+    X, Q = data_and_queries(n, dim, seed, n_queries)  # held-out points of the same clusters as the queries
     return X, Q, build(X, M=M, ef_construction=efc, seed=seed)
 
 
@@ -180,8 +201,8 @@ def _load(instance_set: str) -> tuple[HNSWDeleteInstance, ...]:
     if instance_set not in _SPECS:
         raise HNSWDelete.unknown_instance_set(instance_set, _SPECS)
     out = []
-    for name, n, dim, M, efc, frac, seed in _SPECS[instance_set]:
-        X, Q, base = _built(n, dim, M, efc, seed)
+    for name, n, dim, M, efc, frac, seed, n_queries in _SPECS[instance_set]:
+        X, Q, base = _built(n, dim, M, efc, seed, n_queries)
         out.append(HNSWDeleteInstance(name, X, Q, base, tuple(deletion_order(n, frac, seed + 7)), seed))
     return tuple(out)
 
@@ -207,12 +228,14 @@ def _replay_rule(claimed: list[list[int]]) -> Callable[..., Any]:
 class HNSWDelete(Evaluator):
     """Recall of an HNSW index after mass deletion, with an evolved neighbour-repair rule.
 
-    Instance sets: ``train`` (800 clustered points in 16-D, M = 6, 30 % deleted) and ``test``
-    (1,000 points in 24-D, 10 % and 50 % deleted; drawn per evaluator object from a secret, the published data
-    seed 11 with ``public_seeds = True``, on which the test figures were measured). Per instance: ``recall``, ``dist_evals``,
-    ``edges``, ``added_edges``. The rule's ``seed`` argument on a secret draw comes from a secret seed of its own, not
-    the data seed (which it was until 2026-12-07: ``seed // 1000003`` gave the data seed away, and with it the points
-    and held-out queries); on the published sets it is unchanged, so the stored figures stand.
+    Instance sets: ``train`` (36 instances of 800 clustered points in 16-D, M = 6, 10 / 30 / 50 % deleted, each
+    its own data seed, 200 held-out queries each; the published data seeds 20-55, redrawn from a secret only by the
+    seed-noise measurement) and ``test`` (1,000 points in 24-D, 10 % and 50 % deleted, 100 queries; drawn per
+    evaluator object from a secret, the published data seed 11 with ``public_seeds = True``, on which the test
+    figures were measured). Per instance: ``recall``, ``dist_evals``, ``edges``, ``added_edges``. The rule's
+    ``seed`` argument on a secret draw comes from a secret seed of its own, not the data seed (which it was until
+    2026-12-07: ``seed // 1000003`` gave the data seed away, and with it the points and held-out queries); on the
+    published sets it is the data seed.
     ``tests/evaluators/attacks/hnsw_seed_luck.py`` rebuilds the published test data and wins there.
     """
 
@@ -228,8 +251,10 @@ class HNSWDelete(Evaluator):
         "so that recall and search cost are scored together. Baselines: naive reconnection, a "
         "FreshDiskANN-style RobustPrune repair, and our HNSW-level reading of the random-walk "
         "deletion of Mishra et al. (ICLR 2026): p is replaced by the star-mesh clique on its neighbours "
-        "with weights w_i w_j / sum w, w_i = exp(-d_p[i]^2/h^2) (our choice of weights and of h, not the "
-        "paper's; they ignore the query and the neighbours' pairwise distances), keeping the heaviest edges."
+        "with weights w_i w_j / sum w, w_i = exp(-d_p[i]^2/h^2), keeping the heaviest edges (our choice "
+        "of weights and of h, a softmax walk's weights for a query sitting at p; the paper's exact rule "
+        "could not be recovered; these weights ignore the query distribution and the neighbours' "
+        "pairwise distances)."
     )
     direction = "maximize"
     primary_metric = "budget_recall"
@@ -240,14 +265,19 @@ class HNSWDelete(Evaluator):
                  "spatch": _source(_SPATCH_BODY), "spatch_random": _source(_SPATCH_RANDOM_BODY),
                  "robust_prune": _source(_ROBUST_BODY)}
     # Measured in-process, pinned (scripts/test.sh's numeric pins), by tests/evaluators/test_hnsw_delete.py
-    # (train) and its slow test (test); queries held out from the data's clusters, BUDGET = 60, BUDGET_EF = 20.
+    # (train: the mean over its 36 instances) and its slow test (test); queries held out from the data's clusters,
+    # BUDGET = 60, BUDGET_EF = 20.
     reference_figures = {
-        "local_reconnect": {"train": {"budget_recall": 0.95, "edges": 6736.0},
+        "local_reconnect": {"train": {"budget_recall": 0.9475, "edges": 6250.222222},
                             "test": {"budget_recall": 0.8835, "edges": 7514.5}},
-        "no_patch": {"train": {"budget_recall": 0.893, "edges": 3144.0}, "test": {"budget_recall": 0.913, "edges": 4180.0}},
-        "spatch": {"train": {"budget_recall": 0.945, "edges": 6809.0}, "test": {"budget_recall": 0.909, "edges": 7583.0}},
-        "spatch_random": {"train": {"budget_recall": 0.93, "edges": 6809.0}, "test": {"budget_recall": 0.8925, "edges": 7583.5}},
-        "robust_prune": {"train": {"budget_recall": 0.955, "edges": 6190.0}, "test": {"budget_recall": 0.927, "edges": 7185.0}},
+        "no_patch": {"train": {"budget_recall": 0.872944, "edges": 3141.666667},
+                     "test": {"budget_recall": 0.913, "edges": 4180.0}},
+        "spatch": {"train": {"budget_recall": 0.949639, "edges": 6332.305556},
+                   "test": {"budget_recall": 0.909, "edges": 7583.0}},
+        "spatch_random": {"train": {"budget_recall": 0.939556, "edges": 6332.444444},
+                          "test": {"budget_recall": 0.8925, "edges": 7583.5}},
+        "robust_prune": {"train": {"budget_recall": 0.956972, "edges": 5767.861111},
+                         "test": {"budget_recall": 0.927, "edges": 7185.0}},
     }
     slot_process = True  # issue 28: the candidate in a process of its own, a fresh one per instance
     tags = ("nearest neighbour search", "hnsw", "graph", "deletion")
@@ -262,9 +292,9 @@ class HNSWDelete(Evaluator):
             return list(_load(instance_set))
 
         def draw() -> Iterator[HNSWDeleteInstance]:  # about 1 s of index building per instance
-            for i, (name, n, dim, M, efc, frac, public) in enumerate(_SPECS[instance_set]):
+            for i, (name, n, dim, M, efc, frac, public, n_queries) in enumerate(_SPECS[instance_set]):
                 seed = self.secret_seed(public, instance_set, i)
-                X, Q = data_and_queries(n, dim, seed)
+                X, Q = data_and_queries(n, dim, seed, n_queries)
                 base = build(X, M=M, ef_construction=efc, seed=seed)
                 yield HNSWDeleteInstance(f"{name}_secret{i}", X, Q, base, tuple(deletion_order(n, frac, seed + 7)), seed,
                                          rule_seed=self.secret_seed(public, instance_set, i, "rule"))

@@ -4,9 +4,10 @@ Dynamic Updates via Random Walks" (ICLR 2026, arXiv 2512.18060).
 * :class:`HNSW` — our own index (insert, layered search with ``ef``, tombstones, physical deletion
   with a pluggable repair rule);
 * repair rules (:data:`RULES`): ``no_patch``, ``local_reconnect`` (naive neighbour reconnection),
-  ``spatch`` (the paper's deterministic deletion: top edges of the star-mesh clique) and
-  ``spatch_random`` (the randomised one: the clique sampled with probability proportional to
-  its weights);
+  ``robust_prune`` (FreshDiskANN-style), ``spatch`` (our reading of the paper's deterministic
+  deletion: top edges of the star-mesh clique, with weights of our choice; the paper's HNSW-level
+  rule was not recovered) and ``spatch_random`` (the randomised one: the clique sampled with
+  probability proportional to its weights);
 * :mod:`._walks` — the graph-level star-mesh transform whose hitting-time property the tests check;
 * :func:`run_deletion` — delete a fraction of points and measure recall@10 against brute force,
   distance evaluations and wall time per query, deletion time and graph size.

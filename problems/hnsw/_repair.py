@@ -22,8 +22,9 @@ beyond a node's free slots are dropped. Rules here:
   view allows);
 * :func:`spatch_deterministic` / :func:`spatch_random` — the random-walk deletion of Mishra,
   Naamad, Wagner & Zhang (ICLR 2026, arXiv 2512.18060): the star-mesh transform replaces ``p`` by
-  a clique on ``N`` with weights ``w_i w_j / sum(w)`` (``w_i = exp(-d_p[i]^2 / h^2)``, the
-  Gaussian edge weight of the paper's softmax walk with ``h`` the median of ``d_p``, our choice);
+  a clique on ``N`` with weights ``w_i w_j / sum(w)`` (``w_i = exp(-d_p[i]^2 / h^2)``, ``h`` the
+  median of ``d_p``: our choice, a softmax walk's weights for a query sitting at ``p``; the
+  paper's HNSW-level weights were not recovered, docs/families/hnsw.md);
   the randomised rule samples that clique (each node draws partners with probability ``∝ w_j``),
   the deterministic one keeps the heaviest clique edges, greedily over all pairs. See
   :mod:`hifo.problems.hnsw._walks` for the exact graph-level transform and its hitting-time

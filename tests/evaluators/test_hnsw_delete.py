@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from hifo.evaluators.base import InfeasibleSolution
-from hifo.evaluators.hnsw_delete import BUDGET, BUDGET_EF, HNSWDelete
+from hifo.evaluators.hnsw_delete import BUDGET, BUDGET_EF, TRAIN_FRACTIONS, TRAIN_QUERIES, HNSWDelete
 from hifo.problems.hnsw import RULES
-from evalkit import compile_entry, run_instance
+from evalkit import assert_figure, compile_entry, run_instance
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +28,20 @@ def test_the_test_set_is_drawn_from_a_secret_per_object():
     assert [i.name for i in ta] == ["n1000_d24_del10_secret0", "n1000_d24_del50_secret1"]
     assert not np.array_equal(ta[0].Q, tb[0].Q) and not np.array_equal(ta[0].X, ta[1].X)  # per object, per instance
     assert a.load_instances("test")[0] is ta[0]
-    assert len(ta[1].order) == 500 and ta[0].X.shape == (1000, 24)
-    assert [i.name for i in a.load_instances("train")] == ["n800_d16_del30"]
+    assert len(ta[1].order) == 500 and ta[0].X.shape == (1000, 24) and len(ta[0].Q) == 100
+
+
+def test_the_train_set_is_many_instances_each_its_own_data(ev):
+    """The fitness the search sees averages 36 instances (10 / 30 / 50 % deleted), each its own data seed and 200
+    held-out queries: one instance left the paper-style rule and the best other baseline inside the seed-to-seed
+    noise (docs/families/hnsw.md)."""
+    train = ev.load_instances("train")
+    assert len(train) == 36 and len({i.seed for i in train}) == 36
+    assert [round(len(i.order) / len(i.X), 2) for i in train] == list(TRAIN_FRACTIONS) * 12
+    assert all(i.X.shape == (800, 16) and len(i.Q) == TRAIN_QUERIES == 200 for i in train)
+    assert train[0].name == "n800_d16_del10_s20" and train[-1].name == "n800_d16_del50_s55"
+    # no two instances share their points (each its own draw of the generator)
+    assert len({i.X[:3].tobytes() for i in train}) == 36
 
 
 def test_the_rules_seed_argument_does_not_give_the_secret_data_seed_away():
@@ -66,10 +78,11 @@ def test_declaration(ev):
 def test_train_reference_figures(ev):
     inst = ev.load_instances("train")
     for name, figures in ev.reference_figures.items():
-        agg = ev.aggregate([run(ev, compiled(ev.baselines[name]), i) for i in inst])
-        assert agg["budget_recall"] == pytest.approx(figures["train"]["budget_recall"], abs=1e-9), name
-        assert agg["edges"] == figures["train"]["edges"], name
-        assert agg["budget_dist_evals"] <= BUDGET  # the budget is enforced
+        per = [run(ev, compiled(ev.baselines[name]), i) for i in inst]
+        agg = ev.aggregate(per)
+        for metric in ("budget_recall", "edges"):
+            assert_figure(ev, agg[metric], figures["train"][metric], metric, (name, "train"))
+        assert max(m["budget_dist_evals"] for m in per) <= BUDGET  # the budget is enforced on every instance
     assert ev.reference_figures["no_patch"]["train"]["budget_recall"] < ev.reference_figures["spatch"]["train"]["budget_recall"]
 
 
@@ -147,8 +160,8 @@ def test_test_set_figures(ev):
     inst = ev.load_instances("test")
     for name, figures in ev.reference_figures.items():
         agg = ev.aggregate([run(ev, compiled(ev.baselines[name]), i) for i in inst])
-        assert agg["budget_recall"] == pytest.approx(figures["test"]["budget_recall"], abs=1e-9), name
-        assert agg["edges"] == figures["test"]["edges"], name
+        for metric in ("budget_recall", "edges"):
+            assert_figure(ev, agg[metric], figures["test"][metric], metric, (name, "test"))
 
 
 @pytest.mark.slow
