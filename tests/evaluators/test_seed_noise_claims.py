@@ -68,16 +68,19 @@ def _assert_summary(got: dict[str, dict[str, float]], documented: dict[str, tupl
 
 
 @pytest.mark.slow
-def test_hnsw_the_paper_style_rule_and_the_best_baseline_are_not_separated_on_train():
-    """docs/families/hnsw.md: on 8 redraws of the train set SPatch (our reading of the paper) scores 0.9508 +- 0.0278
-    and robust_prune (the best other baseline) 0.9646 +- 0.0241; the published train gap (0.010) is smaller than
-    either's seed-to-seed sd and than the paired difference's sd."""
+def test_hnsw_the_best_baseline_beats_the_paper_style_rule_by_more_than_the_noise_on_train():
+    """docs/families/hnsw.md: on 8 redraws of the 36-instance train set SPatch (our reading of the paper) scores
+    0.9431 +- 0.0049 and robust_prune (the best other baseline) 0.9570 +- 0.0029, paired difference -0.0138 +- 0.0042;
+    the published train gap (0.0073) is larger than either's seed-to-seed sd and than the paired difference's sd,
+    and the redraws' mean gap more than twice each."""
     got = summary(draw_scores("hnsw_delete", ("spatch", "robust_prune"), "train"))
-    _assert_summary(got, {"spatch": (0.95075, 0.02784), "robust_prune": (0.964625, 0.024071),
-                          "spatch - robust_prune": (-0.013875, 0.014237)})
+    _assert_summary(got, {"spatch": (0.943149, 0.004934), "robust_prune": (0.956951, 0.002857),
+                          "spatch - robust_prune": (-0.013802, 0.00424)})
+    sds = (got["spatch"]["sd"], got["robust_prune"]["sd"], got["spatch - robust_prune"]["sd"])
     stored = get_evaluator("hnsw_delete").reference_figures
     gap = stored["robust_prune"]["train"]["budget_recall"] - stored["spatch"]["train"]["budget_recall"]
-    assert 0 < gap < min(got["spatch"]["sd"], got["robust_prune"]["sd"], got["spatch - robust_prune"]["sd"])
+    assert gap > max(sds)
+    assert -got["spatch - robust_prune"]["mean"] > 2 * max(sds)
 
 
 @pytest.mark.slow
