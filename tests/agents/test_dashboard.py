@@ -4,7 +4,6 @@
 import json
 import signal
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -13,7 +12,7 @@ from html.parser import HTMLParser
 from types import SimpleNamespace
 
 import pytest
-from agentkit import tiny_config
+from agentkit import hifo_cli_interruptible, tiny_config
 from typer.testing import CliRunner
 
 from hifo.agents.cli import app
@@ -149,7 +148,7 @@ def test_ui_refuses_other_hosts_and_bad_paths(tmp_path):
 
 
 def test_ui_stops_cleanly_on_ctrl_c(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "hifo.agents.cli", "ui", str(tmp_path), "--port", "0"],
+    proc = subprocess.Popen([*hifo_cli_interruptible(), "ui", str(tmp_path), "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()

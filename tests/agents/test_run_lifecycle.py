@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from agentkit import hifo_cli_interruptible
 from typer.testing import CliRunner
 
 from hifo.agents.cli import app
@@ -203,7 +204,8 @@ def test_sigint_in_a_real_process_then_resume(tmp_path, make_fake_model):
             "--seed", "4", "--test-set", "train", "--workers", "1", "--kb", str(tmp_path / "kb"), "--run-dir",
             str(run_dir), "--config", str(tmp_path / "run.toml")]
     (tmp_path / "run.toml").write_text("[run]\ninit_samples = 3\nhyper_lambda = 2\n")
-    p = subprocess.Popen([*cli, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # the process that gets the SIGINT: interruptible even when this one was started with SIGINT ignored
+    p = subprocess.Popen([*hifo_cli_interruptible(), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seen = []
     deadline = time.time() + 120
     for line in p.stdout:
