@@ -67,20 +67,28 @@ def _assert_summary(got: dict[str, dict[str, float]], documented: dict[str, tupl
         assert got[key]["sd"] == pytest.approx(sd, abs=1e-6), (key, got[key])
 
 
+# hnsw_delete's 8 redraws of its 36-instance train set (``python tests/evaluators/test_seed_noise_claims.py hnsw_delete
+# spatch robust_prune train``: about 10 min at load 5) and the first two draws' scores, which the suite re-draws
+HNSW_SUMMARY = {"spatch": (0.943149, 0.004934), "robust_prune": (0.956951, 0.002857),
+                "spatch - robust_prune": (-0.013802, 0.00424)}
+HNSW_FIRST_DRAWS = {"spatch": [0.944792, 0.931708], "robust_prune": [0.95775, 0.953764]}
+
+
 @pytest.mark.slow
 def test_hnsw_the_best_baseline_beats_the_paper_style_rule_by_more_than_the_noise_on_train():
     """docs/families/hnsw.md: on 8 redraws of the 36-instance train set SPatch (our reading of the paper) scores
     0.9431 +- 0.0049 and robust_prune (the best other baseline) 0.9570 +- 0.0029, paired difference -0.0138 +- 0.0042;
     the published train gap (0.0073) is larger than either's seed-to-seed sd and than the paired difference's sd,
-    and the redraws' mean gap more than twice each."""
-    got = summary(draw_scores("hnsw_delete", ("spatch", "robust_prune"), "train"))
-    _assert_summary(got, {"spatch": (0.943149, 0.004934), "robust_prune": (0.956951, 0.002857),
-                          "spatch - robust_prune": (-0.013802, 0.00424)})
-    sds = (got["spatch"]["sd"], got["robust_prune"]["sd"], got["spatch - robust_prune"]["sd"])
+    and the redraws' mean gap more than twice each. All eight draws take about 10 min, too long for the suite: it
+    re-draws the first two (75 s) and checks them exactly; the script above reproduces the whole summary."""
+    got = draw_scores("hnsw_delete", ("spatch", "robust_prune"), "train", draws=2)
+    for name, values in HNSW_FIRST_DRAWS.items():
+        assert got[name] == pytest.approx(values, abs=1e-6), (name, got[name])
+    sds = [sd for _, sd in HNSW_SUMMARY.values()]
     stored = get_evaluator("hnsw_delete").reference_figures
     gap = stored["robust_prune"]["train"]["budget_recall"] - stored["spatch"]["train"]["budget_recall"]
     assert gap > max(sds)
-    assert -got["spatch - robust_prune"]["mean"] > 2 * max(sds)
+    assert -HNSW_SUMMARY["spatch - robust_prune"][0] > 2 * max(sds)
 
 
 @pytest.mark.slow
