@@ -38,16 +38,28 @@ def attack_source(path: Path, ev) -> str:
     code = path.read_text()
     builder = TABLES / f"{path.stem}.py"
     if builder.exists():
+        line = re.search(r"^TABLE = .*$", code, re.M)
+        assert line, f"{path.name} has a table builder but no 'TABLE = ...' line"
+        code = code[: line.start()] + f"TABLE = {_table(builder, ev)}" + code[line.end():]
+    return code
+
+
+_TABLES_BUILT: dict[tuple[Path, str], str] = {}
+
+
+def _table(builder: Path, ev) -> str:
+    """``repr(table(ev))`` of a builder, built once per builder and evaluator (a table holds what the published
+    instances give away, the same for the secret-draw and the published-seed test; some take minutes to build)."""
+    key = (builder, ev.name)
+    if key not in _TABLES_BUILT:
         import importlib.util
 
-        spec = importlib.util.spec_from_file_location(f"attack_table_{path.stem}", builder)
+        spec = importlib.util.spec_from_file_location(f"attack_table_{builder.stem}", builder)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        line = re.search(r"^TABLE = .*$", code, re.M)
-        assert line, f"{path.name} has a table builder but no 'TABLE = ...' line"
-        code = code[: line.start()] + f"TABLE = {module.table(ev)!r}" + code[line.end():]
-    return code
+        _TABLES_BUILT[key] = repr(module.table(ev))
+    return _TABLES_BUILT[key]
 
 
 def sandboxed(ev, code: str, instances: list):
