@@ -18,12 +18,14 @@ Scale, stated (issue 29, chosen by a screen, ``benchmarks/tbptt_regimes.py``): w
 paper's 100-1000), 600 Adam steps (60 epochs of 10, batch 32, lr 0.01) on simulated records of 5,000 samples (train)
 and 5,000 (test); every set averages over data seeds, each its own record and training seed (train: data seeds 0-7;
 test: 6 data seeds). At the earlier scale (windows of 32, 1,000 samples, 300 steps, lr 0.02) the paper's fixed
-burn-in (``half``) and the best other schedule differed by less than the seed-to-seed noise; here they separate
-(docs/families/tbptt.md). One pinned training run costs about 11 s on one core, so a train evaluation (child run plus
-parent replay, 8 instances) takes about 3 minutes. The real Wiener-Hammerstein / Silverbox records are not shipped.
+burn-in (``half``) and the best other schedule differed by less than the seed-to-seed noise; here their train gap
+(0.0104) exceeds either score's sd over 8 redrawn train sets (0.0101, 0.0092) but not yet the sd of their paired
+difference (0.0128): docs/families/tbptt.md. One pinned training run costs about 11 s on one core, so a train
+evaluation (child run plus parent replay, 8 instances) takes about 3 minutes. The real Wiener-Hammerstein /
+Silverbox records are not shipped.
 
 Secret test set (issue 28): ``test`` is drawn per evaluator object from a secret
-(:meth:`Evaluator.secret_seed`): its two data seeds (the simulated records) are secret, and so is every training
+(:meth:`Evaluator.secret_seed`): its six data seeds (the simulated records) are secret, and so is every training
 seed (``1000 * data seed + init``), so neither the records nor the windows an instance trains on can be rebuilt
 from the source. From the published seeds (data 8-13) a rule can recognise an instance by the loss of its first
 epoch and play a burn-in schedule picked offline for it: ``tests/evaluators/attacks/tbptt_seed_table.py`` beats
@@ -257,10 +259,10 @@ def make_refs(workers: int = 1) -> dict[str, Any]:
     return out
 
 
-if __name__ == "__main__":
-    REFS.parent.mkdir(parents=True, exist_ok=True)
+if __name__ == "__main__":  # python -m hifo.evaluators.tbptt_burnin [WORKERS]
     import sys
 
+    REFS.parent.mkdir(parents=True, exist_ok=True)
     REFS.write_text(json.dumps(make_refs(int(sys.argv[1]) if len(sys.argv) > 1 else 1), indent=1, sort_keys=True)
                     + "\n")
     print(f"wrote {REFS}")
