@@ -19,10 +19,10 @@ paper's 100-1000), 600 Adam steps (60 epochs of 10, batch 32, lr 0.01) on simula
 and 5,000 (test); every set averages over data seeds, each its own record and training seed (train: data seeds 0-7;
 test: 6 data seeds). At the earlier scale (windows of 32, 1,000 samples, 300 steps, lr 0.02) the paper's fixed
 burn-in (``half``) and the best other schedule differed by less than the seed-to-seed noise; here their train gap
-(0.0104) exceeds either score's sd over 8 redrawn train sets (0.0101, 0.0092) but not yet the sd of their paired
-difference (0.0128): docs/families/tbptt.md. One pinned training run costs about 11 s on one core, so a train
-evaluation (child run plus parent replay, 8 instances) takes about 3 minutes. The real Wiener-Hammerstein /
-Silverbox records are not shipped.
+(0.0104) exceeds either score's sd over 16 redrawn train sets (0.0084, 0.0074) and, by a hair, the sd of their
+paired difference (0.0101; ramp lower on 15 of 16 draws): docs/families/tbptt.md. One pinned training run costs
+about 11 s on one core, so a train evaluation (child run plus parent replay, 8 instances) takes about 3 minutes. The
+real Wiener-Hammerstein / Silverbox records are not shipped.
 
 Secret test set (issue 28): ``test`` is drawn per evaluator object from a secret
 (:meth:`Evaluator.secret_seed`): its six data seeds (the simulated records) are secret, and so is every training

@@ -71,10 +71,11 @@ def _assert_summary(got: dict[str, dict[str, float]], documented: dict[str, tupl
 # spatch robust_prune train``: about 10 min at load 5) and the first two draws' scores, which the suite re-draws
 HNSW_SUMMARY = {"spatch": (0.943149, 0.004934), "robust_prune": (0.956951, 0.002857),
                 "spatch - robust_prune": (-0.013802, 0.00424)}
-# tbptt_burnin's train set redrawn 8 times (``--tbptt-redraws half ramp no_burn_in``, 2026-12-07): the sd of each
-# schedule's set score over the draws, and of the paired difference half - ramp (mean +0.0118, ramp lower in 7 of 8)
-TBPTT_REDRAW_SD = {"half": 0.010059, "ramp": 0.009225}
-TBPTT_PAIRED_REDRAW_SD = 0.012757
+# tbptt_burnin's train set redrawn 16 times (``--tbptt-redraws half ramp no_burn_in --draws 16``, 2026-12-07/08,
+# benchmarks/results/tbptt_redraws.json): the sd of each schedule's set score over the draws, and of the paired
+# difference half - ramp (mean +0.0114, ramp lower in 15 of 16; over the first 8 draws alone 0.0101, 0.0092, 0.0128)
+TBPTT_REDRAW_SD = {"half": 0.008416, "ramp": 0.007435}
+TBPTT_PAIRED_REDRAW_SD = 0.010059
 # half - ramp per train instance (data seeds 0-7): mean 0.0104, sd 0.0123
 TBPTT_HALF_MINUS_RAMP = [-0.006, 0.017, 0.0269, 0.0175, 0.0128, -0.0028, 0.0199, -0.0021]
 HNSW_FIRST_DRAWS = {"spatch": [0.944792, 0.931708], "robust_prune": [0.95775, 0.953764]}
@@ -198,12 +199,12 @@ def tbptt_redraws(names: tuple[str, ...], draws: int = DRAWS, workers: int = 2) 
 
 
 @pytest.mark.slow
-def test_tbptt_every_baseline_reproduces_its_train_figures_and_ramp_s_lead_over_half_exceeds_each_score_s_noise():
+def test_tbptt_every_baseline_reproduces_its_train_figures_and_ramp_s_lead_over_half_exceeds_the_noise():
     """Every baseline's stored train figures, by the parent's replay of its fixed schedule (the sandbox path agrees:
     test_tbptt_burnin.py). ramp (ours, the best other baseline) leads half (the paper's fixed burn-in, window/2) on the
-    published train set by 0.0104: more than the sd of either's set score over 8 redrawn train sets (0.0101, 0.0092),
-    less than the sd of their paired difference over the draws (0.0128; its mean +0.0118, ramp lower in 7 of 8):
-    ``--tbptt-redraws half ramp no_burn_in``, docs/families/tbptt.md."""
+    published train set by 0.0104: more than the sd of either's set score over 16 redrawn train sets (0.0084, 0.0074)
+    and, by a hair, than the sd of their paired difference over the draws (0.0101; its mean +0.0114, ramp lower in 15
+    of 16): ``--tbptt-redraws half ramp no_burn_in --draws 16``, docs/families/tbptt.md."""
     from hifo.evaluators.tbptt_burnin import set_scores
 
     ev = get_evaluator("tbptt_burnin")
@@ -214,7 +215,7 @@ def test_tbptt_every_baseline_reproduces_its_train_figures_and_ramp_s_lead_over_
             assert_figure(ev, agg[metric], value, metric, (name, "train"))
     diff = np.array([h["test_rmse"] - r["test_rmse"] for h, r in zip(runs["half"], runs["ramp"])])
     assert np.round(diff, 4).tolist() == TBPTT_HALF_MINUS_RAMP
-    assert max(TBPTT_REDRAW_SD.values()) < diff.mean() < TBPTT_PAIRED_REDRAW_SD
+    assert diff.mean() > max(*TBPTT_REDRAW_SD.values(), TBPTT_PAIRED_REDRAW_SD)
 
 
 @pytest.mark.slow
@@ -257,7 +258,10 @@ if __name__ == "__main__":
         print(json.dumps(fdiv_by_coverage(), indent=1))
         raise SystemExit
     if sys.argv[1:2] == ["--tbptt-redraws"]:
-        print(json.dumps(tbptt_redraws(tuple(sys.argv[2:])), indent=1))
+        args = sys.argv[2:]
+        draws = int(args[args.index("--draws") + 1]) if "--draws" in args else DRAWS
+        names = tuple(a for i, a in enumerate(args) if a != "--draws" and (i == 0 or args[i - 1] != "--draws"))
+        print(json.dumps(tbptt_redraws(names, draws), indent=1))
         raise SystemExit
     evaluator, a, b, *sets = sys.argv[1:]
     result: dict[str, Any] = {s: summary(draw_scores(evaluator, (a, b), s)) for s in (sets or ["train"])}
