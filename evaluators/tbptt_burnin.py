@@ -259,10 +259,15 @@ def make_refs(workers: int = 1) -> dict[str, Any]:
     return out
 
 
-if __name__ == "__main__":  # python -m hifo.evaluators.tbptt_burnin [WORKERS]
-    import sys
+if __name__ == "__main__":
+    import argparse
 
+    ap = argparse.ArgumentParser(prog="python -m hifo.evaluators.tbptt_burnin",
+                                 description="Re-measure the stored figures (about 18 min in two processes).")
+    ap.add_argument("workers", nargs="?", type=int, default=1, help="processes (default 1; figures do not depend on it)")
+    args = ap.parse_args()
+    if args.workers < 1:
+        ap.error("workers must be at least 1")
     REFS.parent.mkdir(parents=True, exist_ok=True)
-    REFS.write_text(json.dumps(make_refs(int(sys.argv[1]) if len(sys.argv) > 1 else 1), indent=1, sort_keys=True)
-                    + "\n")
+    REFS.write_text(json.dumps(make_refs(args.workers), indent=1, sort_keys=True) + "\n")
     print(f"wrote {REFS}")

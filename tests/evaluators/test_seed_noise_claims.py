@@ -258,10 +258,15 @@ if __name__ == "__main__":
         print(json.dumps(fdiv_by_coverage(), indent=1))
         raise SystemExit
     if sys.argv[1:2] == ["--tbptt-redraws"]:
-        args = sys.argv[2:]
-        draws = int(args[args.index("--draws") + 1]) if "--draws" in args else DRAWS
-        names = tuple(a for i, a in enumerate(args) if a != "--draws" and (i == 0 or args[i - 1] != "--draws"))
-        print(json.dumps(tbptt_redraws(names, draws), indent=1))
+        import argparse
+
+        ap = argparse.ArgumentParser(prog="test_seed_noise_claims.py --tbptt-redraws")
+        ap.add_argument("names", nargs="+", help="baselines; the first is compared with each other")
+        ap.add_argument("--draws", type=int, default=DRAWS)
+        args = ap.parse_args(sys.argv[2:])
+        if args.draws < 2:
+            ap.error("--draws must be at least 2 (an sd over the draws)")
+        print(json.dumps(tbptt_redraws(tuple(args.names), args.draws), indent=1))
         raise SystemExit
     evaluator, a, b, *sets = sys.argv[1:]
     result: dict[str, Any] = {s: summary(draw_scores(evaluator, (a, b), s)) for s in (sets or ["train"])}
